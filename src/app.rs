@@ -1,0 +1,193 @@
+//! The edge: turns parsed command-line arguments into a run of the right front
+//! end or subcommand, and every failure into one clear line and an exit code.
+
+use std::io::{IsTerminal, Read, Write};
+use std::sync::Arc;
+
+use clap::CommandFactory;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{Cli, Command, CommonArgs, ConfigAction};
+use crate::config::{Config, Discovery, Secrets};
+use crate::conversation::Params;
+use crate::headless::{self, OneShot};
+use crate::protocols::build_adapter;
+use crate::records::Templates;
+
+/// Exit code for bad usage or configuration.
+pub const EXIT_USAGE: i32 = 2;
+
+/// Run the program; returns the exit code.
+pub fn run(cli: Cli) -> i32 {
+    if let Some(Command::Completions { shell }) = &cli.command {
+        clap_complete::generate(*shell, &mut Cli::command(), "pai", &mut std::io::stdout());
+        return 0;
+    }
+    let discovery = Discovery::from_process(cli.common.config.clone());
+    let config = match discovery.load() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("pai: config error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let secrets = Secrets::load(&discovery.cwd);
+    match cli.command {
+        Some(Command::Config { action: ConfigAction::Check }) => config_check(&config, &secrets),
+        Some(Command::Endpoints) => endpoints(&config, &secrets),
+        Some(Command::Models { endpoint }) => models(&config, &secrets, endpoint.as_deref()),
+        Some(Command::Completions { .. }) => 0,
+        None => prompt_mode(&config, &secrets, &cli.common, cli.prompt, cli.json),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, i32> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+        eprintln!("pai: cannot start the async runtime: {e}");
+        1
+    })
+}
+
+fn config_check(config: &Config, secrets: &Secrets) -> i32 {
+    println!("config OK: {}", config.source);
+    println!("  default endpoint: {}", config.defaults.endpoint);
+    println!("  sessions folder:  {}", config.defaults.sessions_dir.display());
+    for ep in config.endpoints.values() {
+        if let Some(var) = &ep.api_key_env
+            && secrets.get(var).is_none()
+        {
+            println!("  note: endpoint `{}` needs {var}, which is not set", ep.name);
+        }
+    }
+    0
+}
+
+fn endpoints(config: &Config, secrets: &Secrets) -> i32 {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{:<2}{:<16} {:<10} {:<36} {:<24} KEY", "", "NAME", "PROTOCOL", "BASE URL", "MODEL");
+    for ep in config.endpoints.values() {
+        let mark = if ep.name == config.defaults.endpoint { "*" } else { "" };
+        let key = match &ep.api_key_env {
+            Some(v) if secrets.get(v).is_some() => format!("{v} (set)"),
+            Some(v) => format!("{v} (NOT SET)"),
+            None => "-".into(),
+        };
+        let model = config.default_model_for(ep);
+        let _ = writeln!(out, "{mark:<2}{:<16} {:<10} {:<36} {:<24} {key}", ep.name, ep.protocol, ep.base_url, model);
+    }
+    0
+}
+
+fn models(config: &Config, secrets: &Secrets, name: Option<&str>) -> i32 {
+    let name = name.unwrap_or(&config.defaults.endpoint);
+    let ep = match config.require_endpoint(name) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("pai: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let adapter = match build_adapter(ep, secrets) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("pai: endpoint `{name}`: {e}");
+            return 1;
+        }
+    };
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(c) => return c,
+    };
+    match rt.block_on(adapter.list_models(CancellationToken::new())) {
+        Ok(ids) => {
+            for id in ids {
+                println!("{id}");
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("pai: endpoint `{name}`: {e}");
+            1
+        }
+    }
+}
+
+fn prompt_mode(config: &Config, secrets: &Secrets, common: &CommonArgs, prompt: Vec<String>, json: bool) -> i32 {
+    let prompt = if !prompt.is_empty() {
+        prompt.join(" ")
+    } else if !std::io::stdin().is_terminal() {
+        let mut s = String::new();
+        if let Err(e) = std::io::stdin().read_to_string(&mut s) {
+            eprintln!("pai: cannot read the prompt from stdin: {e}");
+            return EXIT_USAGE;
+        }
+        s
+    } else {
+        eprintln!("pai: no prompt given — run `pai \"your prompt\"`, or pipe one in: echo 'hi' | pai");
+        return EXIT_USAGE;
+    };
+    if prompt.trim().is_empty() {
+        eprintln!("pai: the prompt is empty — give some text to send");
+        return EXIT_USAGE;
+    }
+    let endpoint_name = common.endpoint.clone().unwrap_or_else(|| config.defaults.endpoint.clone());
+    let ep = match config.require_endpoint(&endpoint_name) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("pai: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let templates = match Templates::load(config.defaults.templates_dir.as_deref()) {
+        Ok(t) => Arc::new(t),
+        Err(e) => {
+            eprintln!("pai: {e} — fix the template or remove templates_dir from polyglot.toml");
+            return EXIT_USAGE;
+        }
+    };
+    let adapter = match build_adapter(ep, secrets) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("pai: endpoint `{endpoint_name}`: {e}");
+            return 1;
+        }
+    };
+    let job = OneShot {
+        endpoint: endpoint_name,
+        model: common.model.clone().unwrap_or_else(|| config.default_model_for(ep)),
+        system: common.system.clone().or_else(|| config.defaults.system.clone()),
+        params: Params {
+            temperature: common.temperature.or(config.defaults.temperature),
+            max_tokens: common.max_tokens.or(config.defaults.max_tokens),
+        },
+        prompt,
+        json,
+        sessions_dir: (!common.no_log).then(|| config.defaults.sessions_dir.clone()),
+        templates,
+    };
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(c) => return c,
+    };
+    rt.block_on(async {
+        let cancel = CancellationToken::new();
+        let c = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                c.cancel();
+                // A second Ctrl-C leaves at once.
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(headless::EXIT_CANCELLED);
+                }
+            }
+        });
+        let mut out = std::io::stdout().lock();
+        let mut err = std::io::stderr();
+        let mut io = headless::Io {
+            out: &mut out,
+            err: &mut err,
+            err_is_tty: std::io::stderr().is_terminal(),
+        };
+        headless::run(job, adapter, &mut io, cancel).await
+    })
+}

@@ -1,0 +1,92 @@
+//! Command-line definitions (clap): flags, subcommands, help text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "pai",
+    version,
+    about = "pai — Polyglot AI: a terminal workbench for many LLMs at once",
+    long_about = "Chat with any model in a fast terminal UI, or script it: `pai PROMPT` (or the prompt on stdin) streams the answer to stdout.\nEvery session is recorded as per-turn JSON and HTML under sessions_dir.",
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  pai \"Say hi\"\n  echo 'Explain TCP in one line' | pai -e local --json\n  pai endpoints\n  pai config check"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub common: CommonArgs,
+
+    /// Print one JSON object (text, reasoning, finish_reason, endpoint, model, stats) instead of streaming text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The prompt. Without one, the prompt is read from stdin (or, on a terminal, the TUI opens).
+    #[arg(value_name = "PROMPT", trailing_var_arg = true)]
+    pub prompt: Vec<String>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Options shared by one-shot mode and the TUI.
+#[derive(Debug, Clone, Default, Args)]
+pub struct CommonArgs {
+    /// Endpoint name from polyglot.toml (default: [defaults] endpoint).
+    #[arg(short = 'e', long, value_name = "NAME")]
+    pub endpoint: Option<String>,
+    /// Model id (default: the endpoint's model).
+    #[arg(short = 'm', long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// System prompt (default: [defaults] system).
+    #[arg(short = 's', long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Sampling temperature, 0.0–2.0.
+    #[arg(long, value_name = "X", value_parser = parse_temperature)]
+    pub temperature: Option<f32>,
+    /// Maximum tokens in the answer.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: Option<u32>,
+    /// Configuration file (default: $PAI_CONFIG, ./polyglot.toml, $XDG_CONFIG_HOME/polyglot/polyglot.toml).
+    #[arg(long, value_name = "PATH", global = true)]
+    pub config: Option<PathBuf>,
+    /// Do not write session records.
+    #[arg(long)]
+    pub no_log: bool,
+}
+
+fn parse_temperature(s: &str) -> Result<f32, String> {
+    let v: f32 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if (0.0..=2.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is out of range; use 0.0 to 2.0"))
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check the configuration and show where it came from.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// List the configured endpoints.
+    Endpoints,
+    /// List the models an endpoint offers.
+    Models {
+        /// Endpoint name (default: [defaults] endpoint).
+        endpoint: Option<String>,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Validate the configuration; exit non-zero with file:line:column on errors.
+    Check,
+}

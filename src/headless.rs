@@ -1,0 +1,220 @@
+//! One-shot mode: one prompt, the answer streamed to stdout as plain text (or one
+//! JSON object with `--json`), the turn recorded, an exit code that tells.
+//!
+//! Owns what goes to stdout/stderr outside the TUI. Writes are coalesced: every
+//! event already queued is rendered before one write and one flush.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::conversation::{Message, Params, TurnMode};
+use crate::orchestration::{OrchestratorEvent, TurnContext, TurnOutcome, TurnRef, chat};
+use crate::protocols::{ProtocolAdapter, StreamEvent};
+use crate::records::{SessionRecorder, Templates};
+use crate::util::sanitize::terminal_safe;
+
+/// Exit codes.
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FAILED: i32 = 1;
+pub const EXIT_CANCELLED: i32 = 130;
+
+/// Everything one one-shot run needs, resolved from config and flags.
+pub struct OneShot {
+    pub endpoint: String,
+    pub model: String,
+    pub system: Option<String>,
+    pub params: Params,
+    pub prompt: String,
+    pub json: bool,
+    /// Where to record; `None` with `--no-log`.
+    pub sessions_dir: Option<PathBuf>,
+    pub templates: Arc<Templates>,
+}
+
+/// Where output goes (real stdout/stderr, or buffers in tests and benchmarks).
+pub struct Io<'a> {
+    pub out: &'a mut dyn Write,
+    pub err: &'a mut dyn Write,
+    /// stderr is a terminal: show reasoning (dimmed) and retry notices there.
+    pub err_is_tty: bool,
+}
+
+struct Printer<'a, 'b> {
+    io: &'a mut Io<'b>,
+    json: bool,
+    buf: String,
+    err_buf: String,
+    ends_with_newline: bool,
+    wrote_text: bool,
+    broken: bool,
+    in_reasoning: bool,
+}
+
+impl Printer<'_, '_> {
+    fn event(&mut self, ev: &OrchestratorEvent) {
+        let OrchestratorEvent::Stream { event, .. } = ev else { return };
+        match event {
+            StreamEvent::Text(t) if !self.json => {
+                self.end_reasoning();
+                self.buf.push_str(&terminal_safe(t));
+            }
+            StreamEvent::Reasoning(r) if !self.json && self.io.err_is_tty => {
+                if !self.in_reasoning {
+                    self.err_buf.push_str("\x1b[2m");
+                    self.in_reasoning = true;
+                }
+                self.err_buf.push_str(&terminal_safe(r));
+            }
+            StreamEvent::Retrying { attempt, delay, reason } if self.io.err_is_tty => {
+                self.end_reasoning();
+                self.err_buf
+                    .push_str(&format!("pai: {reason}; retry {attempt} in {:.1}s…\n", delay.as_secs_f64()));
+            }
+            _ => {}
+        }
+    }
+
+    fn end_reasoning(&mut self) {
+        if self.in_reasoning {
+            self.err_buf.push_str("\x1b[0m\n");
+            self.in_reasoning = false;
+        }
+    }
+
+    /// One write and one flush for everything rendered so far.
+    fn flush(&mut self) -> bool {
+        if !self.err_buf.is_empty() {
+            let _ = self.io.err.write_all(self.err_buf.as_bytes());
+            let _ = self.io.err.flush();
+            self.err_buf.clear();
+        }
+        if self.buf.is_empty() || self.broken {
+            self.buf.clear();
+            return !self.broken;
+        }
+        self.wrote_text = true;
+        self.ends_with_newline = self.buf.ends_with('\n');
+        let ok = self.io.out.write_all(self.buf.as_bytes()).and_then(|()| self.io.out.flush()).is_ok();
+        self.buf.clear();
+        self.broken = !ok;
+        ok
+    }
+}
+
+/// Run one prompt to the end. Returns the process exit code.
+pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_>, cancel: CancellationToken) -> i32 {
+    let mut messages = Vec::with_capacity(2);
+    if let Some(s) = job.system.as_deref().filter(|s| !s.trim().is_empty()) {
+        messages.push(Message::system(s));
+    }
+    messages.push(Message::user(job.prompt.clone()));
+    let ctx = TurnContext {
+        turn: TurnRef { turn_id: 1, lane: 0 },
+        endpoint: job.endpoint.clone(),
+        model: job.model.clone(),
+        participant: None,
+        mode: TurnMode::Chat,
+        adapter,
+        messages,
+        params: job.params.clone(),
+        tools: Vec::new(),
+    };
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let producer = {
+        let cancel = cancel.clone();
+        async move {
+            let outcome = chat::run_turn(ctx, &tx, cancel).await;
+            drop(tx);
+            outcome
+        }
+    };
+    let mut printer = Printer {
+        io,
+        json: job.json,
+        buf: String::with_capacity(8192),
+        err_buf: String::new(),
+        ends_with_newline: true,
+        wrote_text: false,
+        broken: false,
+        in_reasoning: false,
+    };
+    let consumer = async {
+        while let Some(ev) = rx.recv().await {
+            printer.event(&ev);
+            while let Ok(ev) = rx.try_recv() {
+                printer.event(&ev);
+            }
+            if !printer.flush() {
+                // stdout closed (e.g. piped into `head`): stop the request.
+                cancel.cancel();
+            }
+        }
+    };
+    let (outcome, ()) = tokio::join!(producer, consumer);
+    printer.end_reasoning();
+    if printer.wrote_text && !printer.ends_with_newline && !printer.broken {
+        printer.buf.push('\n');
+    }
+    printer.flush();
+    let broken_pipe = printer.broken;
+
+    // Record before reporting, so the record exists whatever happens next.
+    let mut record_error = None;
+    let mut session_dir = None;
+    if let Some(dir) = &job.sessions_dir {
+        let mut rec = SessionRecorder::new(dir, job.templates.clone());
+        match rec.record(outcome.turn()) {
+            Ok(_) => session_dir = Some(rec.dir().to_path_buf()),
+            Err(e) => record_error = Some(e.to_string()),
+        }
+    }
+
+    if job.json {
+        let t = outcome.turn();
+        let obj = json!({
+            "text": t.response.text,
+            "reasoning": t.response.reasoning,
+            "tool_calls": t.response.tool_calls,
+            "finish_reason": t.response.finish_reason,
+            "endpoint": t.endpoint,
+            "model": t.model,
+            "status": t.status,
+            "error": t.response.error,
+            "stats": t.stats,
+            "session_dir": session_dir,
+        });
+        let _ = writeln!(io_out(&mut printer), "{obj}");
+    }
+
+    let code = match &outcome {
+        TurnOutcome::Completed(_) if broken_pipe => EXIT_OK,
+        TurnOutcome::Completed(_) => EXIT_OK,
+        TurnOutcome::Cancelled(_) if broken_pipe => EXIT_OK,
+        TurnOutcome::Cancelled(_) => {
+            let kept = match &session_dir {
+                Some(d) => format!("; the partial answer is kept in {}", d.display()),
+                None => String::new(),
+            };
+            let _ = writeln!(printer.io.err, "pai: cancelled{kept}");
+            EXIT_CANCELLED
+        }
+        TurnOutcome::Failed { error, .. } => {
+            let _ = writeln!(printer.io.err, "pai: endpoint `{}`: {error}", job.endpoint);
+            EXIT_FAILED
+        }
+    };
+    if let Some(e) = record_error {
+        let _ = writeln!(printer.io.err, "pai: {e}");
+        return if code == EXIT_OK { EXIT_FAILED } else { code };
+    }
+    code
+}
+
+fn io_out<'a>(p: &'a mut Printer<'_, '_>) -> &'a mut dyn Write {
+    p.io.out
+}

@@ -1,0 +1,16 @@
+//! pai — Polyglot AI: a terminal workbench for people who work with many LLMs.
+//!
+//! Layers: `protocols` (wire → `StreamEvent`), `orchestration` (turns →
+//! `OrchestratorEvent`), front ends (`headless`, later the TUI) and `records`.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod conversation;
+pub mod headless;
+pub mod orchestration;
+pub mod protocols;
+pub mod records;
+pub mod stats;
+pub mod util;

@@ -1,0 +1,86 @@
+//! Orchestrators turn user intent into turns: they drive adapters (and later
+//! tools) and emit [`OrchestratorEvent`]s that any front end can consume.
+//!
+//! Owns the turn lifecycle and its outcome. It never draws, prints or writes
+//! files: front ends render events, records persist outcomes.
+
+pub mod chat;
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::conversation::{Message, Params, Turn, TurnMode};
+use crate::protocols::{ProtocolAdapter, ProtocolError, StreamEvent};
+
+/// Identifies a turn and the lane it streams in (compare panes, arena seats).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TurnRef {
+    pub turn_id: u32,
+    pub lane: u8,
+}
+
+/// What orchestrators report while they work.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OrchestratorEvent {
+    TurnStarted {
+        turn: TurnRef,
+        endpoint: String,
+        model: String,
+        participant: Option<String>,
+    },
+    Stream {
+        turn: TurnRef,
+        event: StreamEvent,
+    },
+    TurnFinished {
+        turn: TurnRef,
+        outcome: Box<TurnOutcome>,
+    },
+}
+
+pub type EventSink = UnboundedSender<OrchestratorEvent>;
+
+/// How a turn ended; every variant carries the full record, partial text included.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnOutcome {
+    Completed(Turn),
+    Cancelled(Turn),
+    Failed { turn: Turn, error: ProtocolError },
+}
+
+impl TurnOutcome {
+    pub fn turn(&self) -> &Turn {
+        match self {
+            TurnOutcome::Completed(t) | TurnOutcome::Cancelled(t) | TurnOutcome::Failed { turn: t, .. } => t,
+        }
+    }
+
+    pub fn into_turn(self) -> Turn {
+        match self {
+            TurnOutcome::Completed(t) | TurnOutcome::Cancelled(t) | TurnOutcome::Failed { turn: t, .. } => t,
+        }
+    }
+
+    pub fn error(&self) -> Option<&ProtocolError> {
+        match self {
+            TurnOutcome::Failed { error, .. } => Some(error),
+            TurnOutcome::Completed(_) | TurnOutcome::Cancelled(_) => None,
+        }
+    }
+}
+
+/// Everything one model request needs.
+#[derive(Clone)]
+pub struct TurnContext {
+    pub turn: TurnRef,
+    pub endpoint: String,
+    pub model: String,
+    pub participant: Option<String>,
+    pub mode: TurnMode,
+    pub adapter: Arc<dyn ProtocolAdapter>,
+    /// Full request messages, system prompt first.
+    pub messages: Vec<Message>,
+    pub params: Params,
+    pub tools: Vec<crate::protocols::ToolSpec>,
+}

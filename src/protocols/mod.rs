@@ -1,0 +1,138 @@
+//! Protocol adapters: one wire protocol in, a stream of [`StreamEvent`]s out.
+//!
+//! Owns the adapter contract, the wire-neutral request and event types, and the
+//! registry that maps a config's `protocol` to an adapter. Adapters never leak
+//! wire types upward; retries, timeouts and cancellation live in `transport`.
+
+mod error;
+pub mod openai;
+pub mod sse;
+pub mod think;
+pub mod tool_calls;
+pub mod transport;
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::{Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+pub use error::{ProtocolError, TimeoutPhase};
+
+use crate::config::{EndpointConfig, Secrets};
+use crate::conversation::{Message, Params, ToolCall};
+use crate::stats::Usage;
+
+/// The protocols a config may name; the registry below builds each.
+pub const PROTOCOL_NAMES: &[&str] = &["openai"];
+
+/// Build the adapter for an endpoint. Adding a provider = one module + one arm here.
+pub fn build_adapter(cfg: &EndpointConfig, secrets: &Secrets) -> Result<Arc<dyn ProtocolAdapter>, ProtocolError> {
+    match cfg.protocol.as_str() {
+        "openai" => Ok(Arc::new(openai::OpenAiChat::new(cfg, secrets))),
+        other => Err(ProtocolError::Unsupported(format!(
+            "protocol `{other}` is not supported; use one of: {}",
+            PROTOCOL_NAMES.join(", ")
+        ))),
+    }
+}
+
+/// A tool offered to the model (name, description, JSON Schema of its arguments).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// One request to a model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatRequest {
+    pub model: String,
+    /// System prompt first, if any.
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub params: Params,
+}
+
+/// What an adapter reports while a response streams.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    Text(String),
+    Reasoning(String),
+    /// A tool call began (its name is known).
+    ToolCallStart { index: usize, id: String, name: String },
+    /// More argument text for call `index`.
+    ToolCallDelta { index: usize, arguments: String },
+    /// A complete tool call, ready to run.
+    ToolCall(ToolCall),
+    Usage(Usage),
+    /// The model stopped: `stop`, `length`, `tool_calls`, `content_filter`, …
+    Finished(String),
+    /// The request failed before any output and will be tried again after `delay`.
+    Retrying { attempt: u32, delay: Duration, reason: String },
+}
+
+impl StreamEvent {
+    /// Model output (as opposed to bookkeeping): after it, no retries.
+    pub fn is_output(&self) -> bool {
+        match self {
+            StreamEvent::Text(_)
+            | StreamEvent::Reasoning(_)
+            | StreamEvent::ToolCallStart { .. }
+            | StreamEvent::ToolCallDelta { .. }
+            | StreamEvent::ToolCall(_) => true,
+            StreamEvent::Usage(_) | StreamEvent::Finished(_) | StreamEvent::Retrying { .. } => false,
+        }
+    }
+}
+
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProtocolError>> + Send>>;
+
+/// A whole response, folded from a stream.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Completion {
+    pub text: String,
+    pub reasoning: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Option<Usage>,
+    pub finish_reason: Option<String>,
+}
+
+/// One wire protocol, bound to one endpoint.
+pub trait ProtocolAdapter: Send + Sync {
+    /// The protocol's name as written in config.
+    fn protocol(&self) -> &'static str;
+
+    /// Stream a response. Errors after output has started end the stream; the
+    /// events before them stand.
+    fn stream(&self, request: ChatRequest, cancel: CancellationToken) -> EventStream;
+
+    /// The models the endpoint offers.
+    fn list_models(&self, _cancel: CancellationToken) -> BoxFuture<'static, Result<Vec<String>, ProtocolError>> {
+        let p = self.protocol();
+        Box::pin(async move { Err(ProtocolError::Unsupported(format!("the {p} protocol cannot list models"))) })
+    }
+
+    /// Run a request to the end and return the whole answer.
+    fn complete(&self, request: ChatRequest, cancel: CancellationToken) -> BoxFuture<'static, Result<Completion, ProtocolError>> {
+        let mut s = self.stream(request, cancel);
+        Box::pin(async move {
+            let mut c = Completion::default();
+            while let Some(ev) = s.next().await {
+                match ev? {
+                    StreamEvent::Text(t) => c.text.push_str(&t),
+                    StreamEvent::Reasoning(r) => c.reasoning.push_str(&r),
+                    StreamEvent::ToolCall(tc) => c.tool_calls.push(tc),
+                    StreamEvent::Usage(u) => c.usage = Some(u),
+                    StreamEvent::Finished(f) => c.finish_reason = Some(f),
+                    StreamEvent::ToolCallStart { .. } | StreamEvent::ToolCallDelta { .. } | StreamEvent::Retrying { .. } => {}
+                }
+            }
+            Ok(c)
+        })
+    }
+}

@@ -1,0 +1,116 @@
+//! Session records on disk: `<sessions_dir>/<YYYYmmdd-HHMMSS>-<id>/` holding one
+//! `NNNN-turn.json` per turn plus `conversation.html` and `gptwink_format.html`,
+//! refreshed after every turn. Every file is written atomically.
+//!
+//! Owns file layout and rendering. It receives finished [`Turn`]s (which never
+//! contain secrets) and must not be called from the UI task directly.
+
+mod atomic;
+pub mod html;
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use atomic::write_atomic;
+pub use html::{HtmlFormat, Templates};
+
+use crate::conversation::{Role, Turn};
+use crate::util::time::Utc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("cannot write session record {}: {source} — check that the sessions folder is writable (sessions_dir in polyglot.toml)", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("cannot render the HTML transcript: {0}")]
+    Template(String),
+}
+
+/// A short random id for folder names.
+pub fn short_id() -> String {
+    let r = RandomState::new().hash_one(std::time::SystemTime::now());
+    format!("{:06x}", r & 0xff_ffff)
+}
+
+/// Writes one session's folder. The folder appears with the first turn.
+pub struct SessionRecorder {
+    dir: PathBuf,
+    id: String,
+    started_at: String,
+    templates: Arc<Templates>,
+    book: html::HtmlBook,
+    positions: HashMap<u32, usize>,
+    title: Option<String>,
+    created: bool,
+}
+
+impl SessionRecorder {
+    pub fn new(sessions_dir: &Path, templates: Arc<Templates>) -> Self {
+        let now = Utc::now();
+        let id = short_id();
+        SessionRecorder {
+            dir: sessions_dir.join(format!("{}-{id}", now.stamp())),
+            id,
+            started_at: now.rfc3339(),
+            templates,
+            book: html::HtmlBook::new(),
+            positions: HashMap::new(),
+            title: None,
+            created: false,
+        }
+    }
+
+    /// The session folder (it exists once a turn was recorded).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn io(&self, path: &Path) -> impl FnOnce(std::io::Error) -> RecordError {
+        let path = path.to_path_buf();
+        move |source| RecordError::Io { path, source }
+    }
+
+    /// Write (or rewrite) a turn and refresh both HTML files.
+    pub fn record(&mut self, turn: &Turn) -> Result<PathBuf, RecordError> {
+        if !self.created {
+            std::fs::create_dir_all(&self.dir).map_err(self.io(&self.dir))?;
+            self.created = true;
+        }
+        if self.title.is_none() {
+            let first = turn.request.messages.iter().find(|m| m.role == Role::User).map(|m| m.content.trim());
+            self.title = Some(match first {
+                Some(p) if !p.is_empty() => {
+                    let line = p.lines().next().unwrap_or(p);
+                    let short: String = line.chars().take(70).collect();
+                    let more = if short.len() < p.len() { "…" } else { "" };
+                    format!("pai — {short}{more}")
+                }
+                _ => format!("pai session {}", self.id),
+            });
+        }
+        let path = self.dir.join(format!("{:04}-turn.json", turn.turn_id));
+        let json = serde_json::to_vec_pretty(turn).map_err(|e| RecordError::Io {
+            path: path.clone(),
+            source: e.into(),
+        })?;
+        write_atomic(&path, &json, true).map_err(self.io(&path))?;
+
+        let next = self.positions.len();
+        let pos = *self.positions.entry(turn.turn_id).or_insert(next);
+        self.book.upsert(&self.templates, pos, turn).map_err(RecordError::Template)?;
+        let title = self.title.clone().unwrap_or_default();
+        for (name, page) in self.book.pages(&self.templates, &title, &self.id, &self.started_at).map_err(RecordError::Template)? {
+            let p = self.dir.join(name);
+            write_atomic(&p, page.as_bytes(), false).map_err(self.io(&p))?;
+        }
+        Ok(path)
+    }
+}
+
+#[cfg(test)]
+mod tests;
