@@ -33,7 +33,9 @@ pub fn run(cli: Cli) -> i32 {
     };
     let secrets = Secrets::load(&discovery.cwd);
     match cli.command {
-        Some(Command::Config { action: ConfigAction::Check }) => config_check(&config, &secrets),
+        Some(Command::Config {
+            action: ConfigAction::Check,
+        }) => config_check(&config, &secrets),
         Some(Command::Endpoints) => endpoints(&config, &secrets),
         Some(Command::Models { endpoint }) => models(&config, &secrets, endpoint.as_deref()),
         Some(Command::Completions { .. }) => 0,
@@ -42,10 +44,13 @@ pub fn run(cli: Cli) -> i32 {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, i32> {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
-        eprintln!("pai: cannot start the async runtime: {e}");
-        1
-    })
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            eprintln!("pai: cannot start the async runtime: {e}");
+            1
+        })
 }
 
 fn config_check(config: &Config, secrets: &Secrets) -> i32 {
@@ -64,7 +69,11 @@ fn config_check(config: &Config, secrets: &Secrets) -> i32 {
 
 fn endpoints(config: &Config, secrets: &Secrets) -> i32 {
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{:<2}{:<16} {:<10} {:<36} {:<24} KEY", "", "NAME", "PROTOCOL", "BASE URL", "MODEL");
+    let _ = writeln!(
+        out,
+        "{:<2}{:<16} {:<10} {:<36} {:<24} KEY",
+        "", "NAME", "PROTOCOL", "BASE URL", "MODEL"
+    );
     for ep in config.endpoints.values() {
         let mark = if ep.name == config.defaults.endpoint { "*" } else { "" };
         let key = match &ep.api_key_env {
@@ -73,7 +82,11 @@ fn endpoints(config: &Config, secrets: &Secrets) -> i32 {
             None => "-".into(),
         };
         let model = config.default_model_for(ep);
-        let _ = writeln!(out, "{mark:<2}{:<16} {:<10} {:<36} {:<24} {key}", ep.name, ep.protocol, ep.base_url, model);
+        let _ = writeln!(
+            out,
+            "{mark:<2}{:<16} {:<10} {:<36} {:<24} {key}",
+            ep.name, ep.protocol, ep.base_url, model
+        );
     }
     0
 }
@@ -130,7 +143,10 @@ fn prompt_mode(config: &Config, secrets: &Secrets, common: &CommonArgs, prompt: 
         eprintln!("pai: the prompt is empty — give some text to send");
         return EXIT_USAGE;
     }
-    let endpoint_name = common.endpoint.clone().unwrap_or_else(|| config.defaults.endpoint.clone());
+    let endpoint_name = common
+        .endpoint
+        .clone()
+        .unwrap_or_else(|| config.defaults.endpoint.clone());
     let ep = match config.require_endpoint(&endpoint_name) {
         Ok(e) => e,
         Err(e) => {

@@ -56,7 +56,9 @@ struct Printer<'a, 'b> {
 
 impl Printer<'_, '_> {
     fn event(&mut self, ev: &OrchestratorEvent) {
-        let OrchestratorEvent::Stream { event, .. } = ev else { return };
+        let OrchestratorEvent::Stream { event, .. } = ev else {
+            return;
+        };
         match event {
             StreamEvent::Text(t) if !self.json => {
                 self.end_reasoning();
@@ -71,8 +73,10 @@ impl Printer<'_, '_> {
             }
             StreamEvent::Retrying { attempt, delay, reason } if self.io.err_is_tty => {
                 self.end_reasoning();
-                self.err_buf
-                    .push_str(&format!("pai: {reason}; retry {attempt} in {:.1}s…\n", delay.as_secs_f64()));
+                self.err_buf.push_str(&format!(
+                    "pai: {reason}; retry {attempt} in {:.1}s…\n",
+                    delay.as_secs_f64()
+                ));
             }
             _ => {}
         }
@@ -98,7 +102,12 @@ impl Printer<'_, '_> {
         }
         self.wrote_text = true;
         self.ends_with_newline = self.buf.ends_with('\n');
-        let ok = self.io.out.write_all(self.buf.as_bytes()).and_then(|()| self.io.out.flush()).is_ok();
+        let ok = self
+            .io
+            .out
+            .write_all(self.buf.as_bytes())
+            .and_then(|()| self.io.out.flush())
+            .is_ok();
         self.buf.clear();
         self.broken = !ok;
         ok
@@ -218,3 +227,6 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
 fn io_out<'a>(p: &'a mut Printer<'_, '_>) -> &'a mut dyn Write {
     p.io.out
 }
+
+#[cfg(test)]
+mod tests;

@@ -13,4 +13,5 @@ pub mod orchestration;
 pub mod protocols;
 pub mod records;
 pub mod stats;
+pub mod testkit;
 pub mod util;

@@ -106,9 +106,7 @@ mod tests {
 
     #[test]
     fn dotenv_forms() {
-        let m = parse_dotenv(
-            "# comment\nA=1\nexport B = two # trailing\nC=\"x\\ny\"\nD='lit\\n'\nbad line\n=nokey\n",
-        );
+        let m = parse_dotenv("# comment\nA=1\nexport B = two # trailing\nC=\"x\\ny\"\nD='lit\\n'\nbad line\n=nokey\n");
         assert_eq!(m["A"], "1");
         assert_eq!(m["B"], "two");
         assert_eq!(m["C"], "x\ny");

@@ -64,13 +64,10 @@ impl ErrorContext<'_> {
     }
 
     /// Translate a TOML/serde error into our wording.
-    pub fn from_toml(&self, e: &toml::de::Error) -> ConfigError {
+    pub fn toml_error(&self, e: &toml::de::Error) -> ConfigError {
         let span = e.span().unwrap_or(0..0);
         let msg = e.message().trim().to_string();
-        if let Some(key) = msg
-            .strip_prefix("unknown field `")
-            .and_then(|r| r.split('`').next())
-        {
+        if let Some(key) = msg.strip_prefix("unknown field `").and_then(|r| r.split('`').next()) {
             let table = table_at(self.src, span.start);
             let (where_, keys): (String, &[&str]) = match table.as_deref() {
                 None => ("at the top level".into(), TOP_KEYS),
@@ -85,10 +82,7 @@ impl ErrorContext<'_> {
             };
             return self.at(span, format!("unknown key `{key}` {where_}"), Some(hint));
         }
-        if let Some(field) = msg
-            .strip_prefix("missing field `")
-            .and_then(|r| r.split('`').next())
-        {
+        if let Some(field) = msg.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
             return self.at(
                 span,
                 format!("missing required key `{field}`"),
@@ -96,7 +90,11 @@ impl ErrorContext<'_> {
             );
         }
         let first = msg.lines().next().unwrap_or("invalid TOML").to_string();
-        self.at(span, first, Some("see polyglot.toml in the pai repository for a documented example".into()))
+        self.at(
+            span,
+            first,
+            Some("see polyglot.toml in the pai repository for a documented example".into()),
+        )
     }
 }
 

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use env::{Secrets, parse_dotenv};
-pub use error::{ConfigError, line_col};
 use error::ErrorContext;
+pub use error::{ConfigError, line_col};
 use raw::{RawConfig, RawEndpoint};
 use toml::Spanned;
 
@@ -217,7 +217,7 @@ pub fn parse(src: &str, source: ConfigSource, base_dir: &Path) -> Result<Config,
         ConfigSource::BuiltIn => PathBuf::from(BUILTIN_NAME),
     };
     let cx = ErrorContext { file: &file, src };
-    let raw: RawConfig = toml::from_str(src).map_err(|e| cx.from_toml(&e))?;
+    let raw: RawConfig = toml::from_str(src).map_err(|e| cx.toml_error(&e))?;
 
     let mut endpoints = BTreeMap::new();
     if raw.endpoints.is_empty() {
@@ -248,7 +248,11 @@ pub fn parse(src: &str, source: ConfigSource, base_dir: &Path) -> Result<Config,
                     Some(c) => format!("did you mean `{c}`? Defined: {}", names.join(", ")),
                     None => format!("define [endpoints.{}] or use one of: {}", s.get_ref(), names.join(", ")),
                 };
-                return Err(cx.at(s.span(), format!("default endpoint `{}` is not defined", s.get_ref()), Some(hint)));
+                return Err(cx.at(
+                    s.span(),
+                    format!("default endpoint `{}` is not defined", s.get_ref()),
+                    Some(hint),
+                ));
             }
             s.get_ref().clone()
         }
@@ -259,7 +263,11 @@ pub fn parse(src: &str, source: ConfigSource, base_dir: &Path) -> Result<Config,
         Some(t) => {
             let v = *t.get_ref();
             if !(0.0..=2.0).contains(&v) {
-                return Err(cx.at(t.span(), format!("temperature {v} is out of range"), Some("use a value from 0.0 to 2.0".into())));
+                return Err(cx.at(
+                    t.span(),
+                    format!("temperature {v} is out of range"),
+                    Some("use a value from 0.0 to 2.0".into()),
+                ));
             }
             Some(v as f32)
         }
@@ -298,17 +306,24 @@ fn expand_home(p: &str) -> PathBuf {
 
 fn positive_u32(cx: &ErrorContext, v: &Spanned<i64>, key: &str) -> Result<u32, ConfigError> {
     let n = *v.get_ref();
-    u32::try_from(n)
-        .ok()
-        .filter(|n| *n > 0)
-        .ok_or_else(|| cx.at(v.span(), format!("{key} = {n} is invalid"), Some("use a positive whole number".into())))
+    u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
+        cx.at(
+            v.span(),
+            format!("{key} = {n} is invalid"),
+            Some("use a positive whole number".into()),
+        )
+    })
 }
 
 fn seconds(cx: &ErrorContext, v: &Option<Spanned<f64>>, key: &str, default: Duration) -> Result<Duration, ConfigError> {
     let Some(v) = v else { return Ok(default) };
     let s = *v.get_ref();
     if !(s > 0.0 && s <= 86_400.0) {
-        return Err(cx.at(v.span(), format!("{key} = {s} is invalid"), Some("use a number of seconds greater than 0 (for example 30)".into())));
+        return Err(cx.at(
+            v.span(),
+            format!("{key} = {s} is invalid"),
+            Some("use a number of seconds greater than 0 (for example 30)".into()),
+        ));
     }
     Ok(Duration::from_secs_f64(s))
 }
@@ -317,7 +332,11 @@ fn endpoint(cx: &ErrorContext, name: &str, ep: &Spanned<RawEndpoint>) -> Result<
     let span: Range<usize> = ep.span();
     let ep = ep.get_ref();
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-        return Err(cx.at(span, format!("endpoint name `{name}` is invalid"), Some("use letters, digits, '-', '_' or '.'".into())));
+        return Err(cx.at(
+            span,
+            format!("endpoint name `{name}` is invalid"),
+            Some("use letters, digits, '-', '_' or '.'".into()),
+        ));
     }
     let protocol = match &ep.protocol {
         Some(p) => {
@@ -352,7 +371,11 @@ fn endpoint(cx: &ErrorContext, name: &str, ep: &Spanned<RawEndpoint>) -> Result<
                 } else {
                     "write the NAME of an environment variable, e.g. \"OPENAI_API_KEY\""
                 };
-                return Err(cx.at(v.span(), "api_key_env must name an environment variable", Some(hint.into())));
+                return Err(cx.at(
+                    v.span(),
+                    "api_key_env must name an environment variable",
+                    Some(hint.into()),
+                ));
             }
             Some(n.clone())
         }
@@ -372,7 +395,11 @@ fn endpoint(cx: &ErrorContext, name: &str, ep: &Spanned<RawEndpoint>) -> Result<
         Some(v) => {
             let n = *v.get_ref();
             u32::try_from(n).ok().filter(|n| *n <= 20).ok_or_else(|| {
-                cx.at(v.span(), format!("max_retries = {n} is invalid"), Some("use a whole number from 0 to 20".into()))
+                cx.at(
+                    v.span(),
+                    format!("max_retries = {n} is invalid"),
+                    Some("use a whole number from 0 to 20".into()),
+                )
             })?
         }
         None => EndpointConfig::DEFAULT_RETRIES,
@@ -384,8 +411,18 @@ fn endpoint(cx: &ErrorContext, name: &str, ep: &Spanned<RawEndpoint>) -> Result<
         model: ep.model.clone().filter(|m| !m.trim().is_empty()),
         api_key_env,
         headers,
-        connect_timeout: seconds(cx, &ep.connect_timeout_s, "connect_timeout_s", EndpointConfig::DEFAULT_CONNECT)?,
-        first_token_timeout: seconds(cx, &ep.first_token_timeout_s, "first_token_timeout_s", EndpointConfig::DEFAULT_FIRST_TOKEN)?,
+        connect_timeout: seconds(
+            cx,
+            &ep.connect_timeout_s,
+            "connect_timeout_s",
+            EndpointConfig::DEFAULT_CONNECT,
+        )?,
+        first_token_timeout: seconds(
+            cx,
+            &ep.first_token_timeout_s,
+            "first_token_timeout_s",
+            EndpointConfig::DEFAULT_FIRST_TOKEN,
+        )?,
         idle_timeout: seconds(cx, &ep.idle_timeout_s, "idle_timeout_s", EndpointConfig::DEFAULT_IDLE)?,
         max_retries,
     })

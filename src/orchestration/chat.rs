@@ -56,7 +56,10 @@ pub async fn run_turn(ctx: TurnContext, sink: &EventSink, cancel: CancellationTo
                     }
                     StreamEvent::Retrying { .. } => stats.on_retry(),
                 }
-                let _ = sink.send(OrchestratorEvent::Stream { turn: ctx.turn, event: ev });
+                let _ = sink.send(OrchestratorEvent::Stream {
+                    turn: ctx.turn,
+                    event: ev,
+                });
             }
             Err(e) => {
                 error = Some(e);
@@ -113,4 +116,132 @@ pub async fn run_turn(ctx: TurnContext, sink: &EventSink, cancel: CancellationTo
         outcome: Box::new(outcome.clone()),
     });
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::conversation::{Message, Params, ToolCall, TurnMode};
+    use crate::orchestration::TurnRef;
+    use crate::protocols::ProtocolError;
+    use crate::stats::Usage;
+    use crate::testkit::{Scripted, ScriptedAdapter};
+
+    fn ctx(adapter: std::sync::Arc<ScriptedAdapter>) -> TurnContext {
+        TurnContext {
+            turn: TurnRef { turn_id: 3, lane: 0 },
+            endpoint: "ep".into(),
+            model: "m".into(),
+            participant: None,
+            mode: TurnMode::Chat,
+            adapter,
+            messages: vec![Message::system("s"), Message::user("q")],
+            params: Params::default(),
+            tools: vec![],
+        }
+    }
+
+    async fn run(
+        adapter: std::sync::Arc<ScriptedAdapter>,
+        cancel: CancellationToken,
+    ) -> (TurnOutcome, Vec<OrchestratorEvent>) {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let out = run_turn(ctx(adapter), &tx, cancel).await;
+        drop(tx);
+        let mut evs = Vec::new();
+        while let Some(e) = rx.recv().await {
+            evs.push(e);
+        }
+        (out, evs)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn completed_turn_records_everything_and_events_bracket_the_stream() {
+        let call = ToolCall {
+            id: "c".into(),
+            name: "t".into(),
+            arguments: "{}".into(),
+        };
+        let a = ScriptedAdapter::new(vec![vec![
+            Scripted::Event(StreamEvent::Retrying {
+                attempt: 1,
+                delay: Duration::from_millis(10),
+                reason: "HTTP 500".into(),
+            }),
+            Scripted::Pause(Duration::from_millis(100)),
+            Scripted::Event(StreamEvent::Reasoning("think".into())),
+            Scripted::Event(StreamEvent::Text("Hello ".into())),
+            Scripted::Pause(Duration::from_millis(100)),
+            Scripted::Event(StreamEvent::Text("world".into())),
+            Scripted::Event(StreamEvent::ToolCall(call.clone())),
+            Scripted::Event(StreamEvent::Finished("stop".into())),
+            Scripted::Event(StreamEvent::Usage(Usage {
+                input_tokens: 7,
+                output_tokens: 3,
+            })),
+        ]]);
+        let (out, evs) = run(a.clone(), CancellationToken::new()).await;
+        let TurnOutcome::Completed(t) = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(t.turn_id, 3);
+        assert_eq!(t.status, TurnStatus::Completed);
+        assert_eq!(t.response.text, "Hello world");
+        assert_eq!(t.response.reasoning, "think");
+        assert_eq!(t.response.tool_calls, vec![call]);
+        assert_eq!(t.response.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(t.stats.ttft_ms, Some(100));
+        assert_eq!(t.stats.duration_ms, 200);
+        assert_eq!(
+            (t.stats.input_tokens, t.stats.output_tokens, t.stats.retries),
+            (7, 3, 1)
+        );
+        assert_eq!(t.request.messages.len(), 2);
+        assert!(matches!(evs.first(), Some(OrchestratorEvent::TurnStarted { .. })));
+        assert!(matches!(evs.last(), Some(OrchestratorEvent::TurnFinished { .. })));
+        assert_eq!(evs.len(), 2 + 7);
+        assert_eq!(a.requests()[0].messages[1].content, "q");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failure_after_output_keeps_the_partial_answer() {
+        let a = ScriptedAdapter::new(vec![vec![
+            Scripted::Event(StreamEvent::Text("half an ans".into())),
+            Scripted::Error(ProtocolError::Network { detail: "reset".into() }),
+        ]]);
+        let (out, _) = run(a, CancellationToken::new()).await;
+        let TurnOutcome::Failed { turn, error } = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(turn.status, TurnStatus::Failed);
+        assert_eq!(turn.response.text, "half an ans");
+        assert_eq!(error, ProtocolError::Network { detail: "reset".into() });
+        assert!(turn.response.error.as_deref().unwrap().contains("reset"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn cancel_mid_stream_is_an_outcome_with_the_partial_answer() {
+        let a = ScriptedAdapter::new(vec![vec![
+            Scripted::Event(StreamEvent::Text("partial".into())),
+            Scripted::Pause(Duration::from_secs(60)),
+            Scripted::Event(StreamEvent::Text(" never".into())),
+        ]]);
+        let cancel = CancellationToken::new();
+        let c = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            c.cancel();
+        });
+        let (out, _) = run(a, cancel).await;
+        let TurnOutcome::Cancelled(t) = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(t.response.text, "partial");
+        assert_eq!(t.status, TurnStatus::Cancelled);
+        assert_eq!(t.response.finish_reason.as_deref(), Some("cancelled"));
+        assert_eq!(t.response.error, None);
+        assert_eq!(t.stats.duration_ms, 1000);
+    }
 }

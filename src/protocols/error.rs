@@ -19,7 +19,9 @@ pub enum ProtocolError {
         env_var: Option<String>,
         detail: String,
     },
-    #[error("API key missing: the environment variable {env_var} is not set — export it or add it to .env in the working directory")]
+    #[error(
+        "API key missing: the environment variable {env_var} is not set — export it or add it to .env in the working directory"
+    )]
     MissingKey { env_var: String },
     #[error("rate limited (HTTP {status}){}{} — wait and retry, or use another endpoint", .retry_after.map(|d| format!(", retry after {}s", d.as_secs().max(1))).unwrap_or_default(), detail_suffix(.detail))]
     RateLimited {
@@ -30,12 +32,10 @@ pub enum ProtocolError {
     #[error("the conversation is too long for this model's context window{} — /clear it, or lower max_tokens", detail_suffix(.detail))]
     ContextLength { detail: String },
     #[error("HTTP {status} from {url}{}{}", detail_suffix(.detail), http_hint(*.status))]
-    Http {
-        status: u16,
-        url: String,
-        detail: String,
-    },
-    #[error("cannot connect to {url} ({detail}) — is the server running? Start it, or pick another endpoint with -e / /endpoint")]
+    Http { status: u16, url: String, detail: String },
+    #[error(
+        "cannot connect to {url} ({detail}) — is the server running? Start it, or pick another endpoint with -e / /endpoint"
+    )]
     Connect { url: String, detail: String },
     #[error("connection lost mid-answer ({detail}); what arrived was kept")]
     Network { detail: String },
@@ -56,11 +56,7 @@ pub enum ProtocolError {
 }
 
 fn detail_suffix(d: &str) -> String {
-    if d.is_empty() {
-        String::new()
-    } else {
-        format!(": {d}")
-    }
+    if d.is_empty() { String::new() } else { format!(": {d}") }
 }
 
 fn http_hint(status: u16) -> &'static str {
@@ -75,17 +71,29 @@ fn http_hint(status: u16) -> &'static str {
 fn auth_message(status: u16, env_var: Option<&str>, detail: &str) -> String {
     let what = match env_var {
         Some(v) => format!("check the key in {v} (environment or .env)"),
-        None => "set api_key_env = \"NAME\" for this endpoint in polyglot.toml and put the key in that environment variable".to_string(),
+        None => {
+            "set api_key_env = \"NAME\" for this endpoint in polyglot.toml and put the key in that environment variable"
+                .to_string()
+        }
     };
-    format!("the server refused the credentials (HTTP {status}){} — {what}", detail_suffix(detail))
+    format!(
+        "the server refused the credentials (HTTP {status}){} — {what}",
+        detail_suffix(detail)
+    )
 }
 
 fn timeout_message(phase: TimeoutPhase, after: Duration) -> String {
     let s = after.as_secs_f64();
     match phase {
-        TimeoutPhase::Connect => format!("could not connect within {s}s — check the address, or raise connect_timeout_s for this endpoint"),
-        TimeoutPhase::FirstToken => format!("no answer started within {s}s — the server may be busy; raise first_token_timeout_s for this endpoint"),
-        TimeoutPhase::Idle => format!("the stream stalled for {s}s; what arrived was kept — raise idle_timeout_s if the server is just slow"),
+        TimeoutPhase::Connect => {
+            format!("could not connect within {s}s — check the address, or raise connect_timeout_s for this endpoint")
+        }
+        TimeoutPhase::FirstToken => format!(
+            "no answer started within {s}s — the server may be busy; raise first_token_timeout_s for this endpoint"
+        ),
+        TimeoutPhase::Idle => format!(
+            "the stream stalled for {s}s; what arrived was kept — raise idle_timeout_s if the server is just slow"
+        ),
     }
 }
 

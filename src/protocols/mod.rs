@@ -64,16 +64,27 @@ pub enum StreamEvent {
     Text(String),
     Reasoning(String),
     /// A tool call began (its name is known).
-    ToolCallStart { index: usize, id: String, name: String },
+    ToolCallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
     /// More argument text for call `index`.
-    ToolCallDelta { index: usize, arguments: String },
+    ToolCallDelta {
+        index: usize,
+        arguments: String,
+    },
     /// A complete tool call, ready to run.
     ToolCall(ToolCall),
     Usage(Usage),
     /// The model stopped: `stop`, `length`, `tool_calls`, `content_filter`, …
     Finished(String),
     /// The request failed before any output and will be tried again after `delay`.
-    Retrying { attempt: u32, delay: Duration, reason: String },
+    Retrying {
+        attempt: u32,
+        delay: Duration,
+        reason: String,
+    },
 }
 
 impl StreamEvent {
@@ -114,11 +125,19 @@ pub trait ProtocolAdapter: Send + Sync {
     /// The models the endpoint offers.
     fn list_models(&self, _cancel: CancellationToken) -> BoxFuture<'static, Result<Vec<String>, ProtocolError>> {
         let p = self.protocol();
-        Box::pin(async move { Err(ProtocolError::Unsupported(format!("the {p} protocol cannot list models"))) })
+        Box::pin(async move {
+            Err(ProtocolError::Unsupported(format!(
+                "the {p} protocol cannot list models"
+            )))
+        })
     }
 
     /// Run a request to the end and return the whole answer.
-    fn complete(&self, request: ChatRequest, cancel: CancellationToken) -> BoxFuture<'static, Result<Completion, ProtocolError>> {
+    fn complete(
+        &self,
+        request: ChatRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<Completion, ProtocolError>> {
         let mut s = self.stream(request, cancel);
         Box::pin(async move {
             let mut c = Completion::default();
@@ -129,7 +148,9 @@ pub trait ProtocolAdapter: Send + Sync {
                     StreamEvent::ToolCall(tc) => c.tool_calls.push(tc),
                     StreamEvent::Usage(u) => c.usage = Some(u),
                     StreamEvent::Finished(f) => c.finish_reason = Some(f),
-                    StreamEvent::ToolCallStart { .. } | StreamEvent::ToolCallDelta { .. } | StreamEvent::Retrying { .. } => {}
+                    StreamEvent::ToolCallStart { .. }
+                    | StreamEvent::ToolCallDelta { .. }
+                    | StreamEvent::Retrying { .. } => {}
                 }
             }
             Ok(c)

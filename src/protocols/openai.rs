@@ -87,7 +87,9 @@ impl ProtocolAdapter for OpenAiChat {
         self.http.stream_post(
             "chat/completions",
             body,
-            Arc::new(|ct: &str| -> Box<dyn WireDecoder> { Box::new(ChatDecoder::new(ct.contains("application/json"))) }),
+            Arc::new(|ct: &str| -> Box<dyn WireDecoder> {
+                Box::new(ChatDecoder::new(ct.contains("application/json")))
+            }),
             cancel,
         )
     }
@@ -214,12 +216,21 @@ impl ChunkState {
             context: String::from_utf8_lossy(&data[..data.len().min(160)]).into_owned(),
         })?;
         if let Some(err) = chunk.error {
-            let msg = err.get("message").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| err.to_string());
+            let msg = err
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| err.to_string());
             return Err(ProtocolError::Server { detail: msg });
         }
         if let Some(choice) = chunk.choices.into_iter().next() {
             if let Some(d) = choice.delta.or(choice.message) {
-                if let Some(r) = d.reasoning_content.as_deref().or(d.reasoning.as_deref()).filter(|r| !r.is_empty()) {
+                if let Some(r) = d
+                    .reasoning_content
+                    .as_deref()
+                    .or(d.reasoning.as_deref())
+                    .filter(|r| !r.is_empty())
+                {
                     out.push_back(StreamEvent::Reasoning(r.to_string()));
                 }
                 if let Some(c) = d.content.as_deref() {
@@ -303,7 +314,8 @@ impl WireDecoder for ChatDecoder {
             return Ok(());
         }
         let state = &mut self.state;
-        self.sse.feed(chunk, |ev| if state.done { Ok(()) } else { state.chunk(ev.data, out) })
+        self.sse
+            .feed(chunk, |ev| if state.done { Ok(()) } else { state.chunk(ev.data, out) })
     }
 
     fn finish(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProtocolError> {
@@ -313,7 +325,8 @@ impl WireDecoder for ChatDecoder {
             return self.state.end(out);
         }
         let state = &mut self.state;
-        self.sse.finish(|ev| if state.done { Ok(()) } else { state.chunk(ev.data, out) })?;
+        self.sse
+            .finish(|ev| if state.done { Ok(()) } else { state.chunk(ev.data, out) })?;
         if self.state.finished {
             Ok(())
         } else {

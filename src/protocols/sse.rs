@@ -27,11 +27,7 @@ impl SseDecoder {
     }
 
     /// Feed a chunk; `on_event` runs for each complete event.
-    pub fn feed<E>(
-        &mut self,
-        chunk: &[u8],
-        mut on_event: impl FnMut(SseEvent<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
+    pub fn feed<E>(&mut self, chunk: &[u8], mut on_event: impl FnMut(SseEvent<'_>) -> Result<(), E>) -> Result<(), E> {
         // Fast path: no partial line buffered, process straight from the chunk.
         let mut rest = chunk;
         if !self.buf.is_empty() {
@@ -59,10 +55,7 @@ impl SseDecoder {
     }
 
     /// End of body: dispatch a final event that lacked its blank line.
-    pub fn finish<E>(
-        &mut self,
-        mut on_event: impl FnMut(SseEvent<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
+    pub fn finish<E>(&mut self, mut on_event: impl FnMut(SseEvent<'_>) -> Result<(), E>) -> Result<(), E> {
         if !self.buf.is_empty() {
             let line = std::mem::take(&mut self.buf);
             self.line(&line, &mut on_event)?;
@@ -70,11 +63,7 @@ impl SseDecoder {
         self.dispatch(&mut on_event)
     }
 
-    fn line<E>(
-        &mut self,
-        line: &[u8],
-        on_event: &mut impl FnMut(SseEvent<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
+    fn line<E>(&mut self, line: &[u8], on_event: &mut impl FnMut(SseEvent<'_>) -> Result<(), E>) -> Result<(), E> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
             return self.dispatch(on_event);
@@ -106,10 +95,7 @@ impl SseDecoder {
         Ok(())
     }
 
-    fn dispatch<E>(
-        &mut self,
-        on_event: &mut impl FnMut(SseEvent<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
+    fn dispatch<E>(&mut self, on_event: &mut impl FnMut(SseEvent<'_>) -> Result<(), E>) -> Result<(), E> {
         if !self.has_data {
             self.event.clear();
             return Ok(());
@@ -136,11 +122,7 @@ impl NdjsonDecoder {
         Self::default()
     }
 
-    pub fn feed<E>(
-        &mut self,
-        chunk: &[u8],
-        mut on_line: impl FnMut(&[u8]) -> Result<(), E>,
-    ) -> Result<(), E> {
+    pub fn feed<E>(&mut self, chunk: &[u8], mut on_line: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
         self.buf.extend_from_slice(chunk);
         let mut start = 0;
         while let Some(i) = self.buf[start..].iter().position(|&b| b == b'\n') {
@@ -221,7 +203,10 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-            assert_eq!(out, vec![b"{\"a\":1}".to_vec(), b"{\"b\":2}".to_vec(), b"{\"c\":3}".to_vec()]);
+            assert_eq!(
+                out,
+                vec![b"{\"a\":1}".to_vec(), b"{\"b\":2}".to_vec(), b"{\"c\":3}".to_vec()]
+            );
         }
     }
 }

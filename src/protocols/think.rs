@@ -150,14 +150,21 @@ mod tests {
                     continue;
                 }
                 let got = run(&[&full[..i], &full[i..j], &full[j..]]);
-                assert_eq!(got, ("step 1\nstep 2".into(), "The answer is 4.".into()), "split {i},{j}");
+                assert_eq!(
+                    got,
+                    ("step 1\nstep 2".into(), "The answer is 4.".into()),
+                    "split {i},{j}"
+                );
             }
         }
     }
 
     #[test]
     fn text_without_tags_passes_through() {
-        assert_eq!(run(&["Hello ", "<b>world</b>"]), (String::new(), "Hello <b>world</b>".into()));
+        assert_eq!(
+            run(&["Hello ", "<b>world</b>"]),
+            (String::new(), "Hello <b>world</b>".into())
+        );
         assert_eq!(run(&["<", "th", "at is all"]), (String::new(), "<that is all".into()));
     }
 
@@ -168,6 +175,9 @@ mod tests {
 
     #[test]
     fn unterminated_think_is_all_reasoning() {
-        assert_eq!(run(&["<think>still going </thi"]), ("still going </thi".into(), String::new()));
+        assert_eq!(
+            run(&["<think>still going </thi"]),
+            ("still going </thi".into(), String::new())
+        );
     }
 }

@@ -77,7 +77,11 @@ impl ToolCallAssembler {
                 continue;
             }
             let id = if p.id.is_empty() { format!("call_{i}") } else { p.id };
-            let arguments = if p.arguments.trim().is_empty() { "{}".to_string() } else { p.arguments };
+            let arguments = if p.arguments.trim().is_empty() {
+                "{}".to_string()
+            } else {
+                p.arguments
+            };
             out.extend([StreamEvent::ToolCall(ToolCall {
                 id,
                 name: p.name,
@@ -111,7 +115,9 @@ mod tests {
         assert_eq!(calls[0].id, "c1");
         assert_eq!(calls[1].arguments, "{}");
         assert_eq!(
-            ev.iter().filter(|e| matches!(e, StreamEvent::ToolCallStart { .. })).count(),
+            ev.iter()
+                .filter(|e| matches!(e, StreamEvent::ToolCallStart { .. }))
+                .count(),
             2
         );
         assert!(a.is_empty());

@@ -77,7 +77,9 @@ pub struct HttpEndpoint {
 
 impl std::fmt::Debug for HttpEndpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpEndpoint").field("base_url", &self.inner.base_url).finish_non_exhaustive()
+        f.debug_struct("HttpEndpoint")
+            .field("base_url", &self.inner.base_url)
+            .finish_non_exhaustive()
     }
 }
 
@@ -90,7 +92,11 @@ fn expand_vars(value: &str, secrets: &Secrets) -> Result<String, String> {
         let after = &rest[i + 2..];
         let end = after.find('}').ok_or_else(|| format!("unclosed ${{ in `{value}`"))?;
         let var = &after[..end];
-        out.push_str(&secrets.get(var).ok_or_else(|| format!("{var} is not set (used in a header)"))?);
+        out.push_str(
+            &secrets
+                .get(var)
+                .ok_or_else(|| format!("{var} is not set (used in a header)"))?,
+        );
         rest = &after[end + 1..];
     }
     out.push_str(rest);
@@ -118,7 +124,11 @@ impl HttpEndpoint {
                             hv.set_sensitive(true);
                             headers.insert(name, hv);
                         }
-                        Err(_) => setup_error = Some(ProtocolError::Config(format!("{var} contains characters not allowed in an HTTP header"))),
+                        Err(_) => {
+                            setup_error = Some(ProtocolError::Config(format!(
+                                "{var} contains characters not allowed in an HTTP header"
+                            )))
+                        }
                     }
                     secret = Some(key);
                 }
@@ -177,7 +187,13 @@ impl HttpEndpoint {
     }
 
     /// POST `body` to `path` and stream decoded events.
-    pub fn stream_post(&self, path: &str, body: Vec<u8>, decoders: DecoderFactory, cancel: CancellationToken) -> EventStream {
+    pub fn stream_post(
+        &self,
+        path: &str,
+        body: Vec<u8>,
+        decoders: DecoderFactory,
+        cancel: CancellationToken,
+    ) -> EventStream {
         let driver = Driver {
             ep: self.inner.clone(),
             url: self.url(path),
@@ -191,7 +207,9 @@ impl HttpEndpoint {
             deferred: None,
             phase: Phase::Connect,
         };
-        Box::pin(futures::stream::unfold(driver, |mut d| async move { d.next().await.map(|item| (item, d)) }))
+        Box::pin(futures::stream::unfold(driver, |mut d| async move {
+            d.next().await.map(|item| (item, d))
+        }))
     }
 
     /// GET `path` and parse JSON (model listings). One attempt, same timeouts.
@@ -202,9 +220,17 @@ impl HttpEndpoint {
         let url = self.url(path);
         let deadline = Instant::now() + self.inner.first_token;
         let fut = async {
-            let resp = self.inner.client.get(&url).send().await.map_err(|e| self.inner.send_error(&url, &e))?;
+            let resp = self
+                .inner
+                .client
+                .get(&url)
+                .send()
+                .await
+                .map_err(|e| self.inner.send_error(&url, &e))?;
             let resp = self.inner.check_status(&url, resp).await?;
-            let bytes = resp.bytes().await.map_err(|e| ProtocolError::Network { detail: self.inner.redact(&root_cause(&e)) })?;
+            let bytes = resp.bytes().await.map_err(|e| ProtocolError::Network {
+                detail: self.inner.redact(&root_cause(&e)),
+            })?;
             serde_json::from_slice(&bytes).map_err(|e| ProtocolError::Decode {
                 detail: e.to_string(),
                 context: snippet(&bytes),
@@ -318,14 +344,31 @@ pub fn error_detail(body: &[u8]) -> String {
 
 fn looks_like_context_overflow(detail: &str) -> bool {
     let d = detail.to_lowercase();
-    ["context length", "context_length", "context window", "maximum context", "too many tokens", "prompt is too long", "exceeds the context", "exceed_context"]
-        .iter()
-        .any(|p| d.contains(p))
+    [
+        "context length",
+        "context_length",
+        "context window",
+        "maximum context",
+        "too many tokens",
+        "prompt is too long",
+        "exceeds the context",
+        "exceed_context",
+    ]
+    .iter()
+    .any(|p| d.contains(p))
 }
 
 /// `retry-after-ms` or `retry-after` (seconds); HTTP dates are not honoured.
 pub fn retry_after(h: &HeaderMap) -> Option<Duration> {
-    let num = |name: &str| h.get(name)?.to_str().ok()?.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0);
+    let num = |name: &str| {
+        h.get(name)?
+            .to_str()
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
     num("retry-after-ms")
         .map(|ms| Duration::from_secs_f64(ms / 1000.0))
         .or_else(|| num("retry-after").map(Duration::from_secs_f64))
@@ -410,7 +453,11 @@ impl Driver {
                     let (deadline, phase, after) = if self.emitted {
                         (Instant::now() + self.ep.idle, TimeoutPhase::Idle, self.ep.idle)
                     } else {
-                        (self.attempt_start + self.ep.first_token, TimeoutPhase::FirstToken, self.ep.first_token)
+                        (
+                            self.attempt_start + self.ep.first_token,
+                            TimeoutPhase::FirstToken,
+                            self.ep.first_token,
+                        )
                     };
                     let next = tokio::select! {
                         biased;
@@ -441,7 +488,10 @@ impl Driver {
             .client
             .post(&self.url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "text/event-stream, application/x-ndjson, application/json")
+            .header(
+                reqwest::header::ACCEPT,
+                "text/event-stream, application/x-ndjson, application/json",
+            )
             .body(self.body.clone());
         let deadline = self.attempt_start + self.ep.first_token;
         let ep = self.ep.clone();
@@ -507,7 +557,10 @@ mod tests {
 
     #[test]
     fn error_detail_finds_the_message() {
-        assert_eq!(error_detail(br#"{"error":{"message":"bad key","type":"x"}}"#), "bad key");
+        assert_eq!(
+            error_detail(br#"{"error":{"message":"bad key","type":"x"}}"#),
+            "bad key"
+        );
         assert_eq!(error_detail(br#"{"message":"nope"}"#), "nope");
         assert_eq!(error_detail(b"plain\n text"), "plain text");
         assert_eq!(error_detail(b"\x1b[31mred"), "\u{241b}[31mred");

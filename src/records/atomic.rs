@@ -7,7 +7,10 @@ use std::path::Path;
 /// Write `bytes` to `path` atomically. `durable` also flushes to disk before the
 /// rename (for primary records; derived files skip it).
 pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
         .prefix(".tmp-")
         .suffix(".part")
@@ -31,7 +34,10 @@ mod tests {
         write_atomic(&p, b"first version, longer", true).unwrap();
         write_atomic(&p, b"second", false).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"second");
-        let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("a.json")]);
     }
 }

@@ -46,10 +46,22 @@ impl HtmlFormat {
 
 /// Template names and their built-in sources.
 const BUILTIN: &[(&str, &str)] = &[
-    ("conversation.html.j2", include_str!("../../templates/conversation.html.j2")),
-    ("conversation.turn.html.j2", include_str!("../../templates/conversation.turn.html.j2")),
-    ("gptwink_format.html.j2", include_str!("../../templates/gptwink_format.html.j2")),
-    ("gptwink_format.turn.html.j2", include_str!("../../templates/gptwink_format.turn.html.j2")),
+    (
+        "conversation.html.j2",
+        include_str!("../../templates/conversation.html.j2"),
+    ),
+    (
+        "conversation.turn.html.j2",
+        include_str!("../../templates/conversation.turn.html.j2"),
+    ),
+    (
+        "gptwink_format.html.j2",
+        include_str!("../../templates/gptwink_format.html.j2"),
+    ),
+    (
+        "gptwink_format.turn.html.j2",
+        include_str!("../../templates/gptwink_format.turn.html.j2"),
+    ),
 ];
 
 /// Loaded templates (built-in, or overridden file by file from a folder).
@@ -68,7 +80,10 @@ struct TurnView<'a> {
 
 fn inputs(turn: &Turn) -> Vec<&Message> {
     let msgs = &turn.request.messages;
-    let start = msgs.iter().rposition(|m| m.role == Role::Assistant).map_or(0, |i| i + 1);
+    let start = msgs
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .map_or(0, |i| i + 1);
     msgs[start..].iter().filter(|m| m.role != Role::System).collect()
 }
 
@@ -79,10 +94,13 @@ impl Templates {
         env.set_auto_escape_callback(|_| AutoEscape::Html);
         for (name, builtin) in BUILTIN {
             let src = match dir.map(|d| d.join(name)).filter(|p| p.is_file()) {
-                Some(p) => std::fs::read_to_string(&p).map_err(|e| format!("cannot read template {}: {e}", p.display()))?,
+                Some(p) => {
+                    std::fs::read_to_string(&p).map_err(|e| format!("cannot read template {}: {e}", p.display()))?
+                }
                 None => (*builtin).to_string(),
             };
-            env.add_template_owned(*name, src).map_err(|e| format!("template {name}: {e}"))?;
+            env.add_template_owned(*name, src)
+                .map_err(|e| format!("template {name}: {e}"))?;
         }
         Ok(Templates { env })
     }
@@ -110,7 +128,14 @@ impl Templates {
             .map_err(|e| format!("rendering {}: {e:#}", format.turn()))
     }
 
-    pub fn render_page(&self, format: HtmlFormat, title: &str, session_id: &str, started_at: &str, fragments: &[String]) -> Result<String, String> {
+    pub fn render_page(
+        &self,
+        format: HtmlFormat,
+        title: &str,
+        session_id: &str,
+        started_at: &str,
+        fragments: &[String],
+    ) -> Result<String, String> {
         let body = minijinja::Value::from_safe_string(fragments.concat());
         self.env
             .get_template(format.page())
@@ -154,11 +179,22 @@ impl HtmlBook {
         Ok(())
     }
 
-    pub fn pages(&self, templates: &Templates, title: &str, session_id: &str, started_at: &str) -> Result<Vec<(PathBuf, String)>, String> {
+    pub fn pages(
+        &self,
+        templates: &Templates,
+        title: &str,
+        session_id: &str,
+        started_at: &str,
+    ) -> Result<Vec<(PathBuf, String)>, String> {
         HtmlFormat::ALL
             .iter()
             .enumerate()
-            .map(|(i, f)| Ok((PathBuf::from(f.file_name()), templates.render_page(*f, title, session_id, started_at, &self.fragments[i])?)))
+            .map(|(i, f)| {
+                Ok((
+                    PathBuf::from(f.file_name()),
+                    templates.render_page(*f, title, session_id, started_at, &self.fragments[i])?,
+                ))
+            })
             .collect()
     }
 }

@@ -82,7 +82,12 @@ impl SessionRecorder {
             self.created = true;
         }
         if self.title.is_none() {
-            let first = turn.request.messages.iter().find(|m| m.role == Role::User).map(|m| m.content.trim());
+            let first = turn
+                .request
+                .messages
+                .iter()
+                .find(|m| m.role == Role::User)
+                .map(|m| m.content.trim());
             self.title = Some(match first {
                 Some(p) if !p.is_empty() => {
                     let line = p.lines().next().unwrap_or(p);
@@ -102,9 +107,15 @@ impl SessionRecorder {
 
         let next = self.positions.len();
         let pos = *self.positions.entry(turn.turn_id).or_insert(next);
-        self.book.upsert(&self.templates, pos, turn).map_err(RecordError::Template)?;
+        self.book
+            .upsert(&self.templates, pos, turn)
+            .map_err(RecordError::Template)?;
         let title = self.title.clone().unwrap_or_default();
-        for (name, page) in self.book.pages(&self.templates, &title, &self.id, &self.started_at).map_err(RecordError::Template)? {
+        for (name, page) in self
+            .book
+            .pages(&self.templates, &title, &self.id, &self.started_at)
+            .map_err(RecordError::Template)?
+        {
             let p = self.dir.join(name);
             write_atomic(&p, page.as_bytes(), false).map_err(self.io(&p))?;
         }
