@@ -12,7 +12,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Message, Params, TurnMode};
-use crate::orchestration::{OrchestratorEvent, TurnContext, TurnOutcome, TurnRef, chat};
+use crate::orchestration::{OrchestratorEvent, TurnContext, TurnOutcome, TurnRef, chat, event_channel};
 use crate::protocols::{ProtocolAdapter, StreamEvent};
 use crate::records::{SessionRecorder, Templates};
 use crate::util::sanitize::terminal_safe;
@@ -133,7 +133,7 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
         tools: Vec::new(),
     };
 
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = event_channel();
     let producer = {
         let cancel = cancel.clone();
         async move {

@@ -7,7 +7,7 @@
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::{EventSink, OrchestratorEvent, TurnContext, TurnOutcome};
+use super::{EventSink, OrchestratorEvent, TurnContext, TurnOutcome, emit};
 use crate::conversation::{Turn, TurnRequest, TurnResponse, TurnStatus};
 use crate::protocols::{ChatRequest, ProtocolError, StreamEvent};
 use crate::stats::{StatsTracker, estimate_tokens};
@@ -16,12 +16,16 @@ use crate::util::time::Utc;
 /// Run one request and report it.
 pub async fn run_turn(ctx: TurnContext, sink: &EventSink, cancel: CancellationToken) -> TurnOutcome {
     let started_at = Utc::now().rfc3339();
-    let _ = sink.send(OrchestratorEvent::TurnStarted {
-        turn: ctx.turn,
-        endpoint: ctx.endpoint.clone(),
-        model: ctx.model.clone(),
-        participant: ctx.participant.clone(),
-    });
+    emit(
+        sink,
+        OrchestratorEvent::TurnStarted {
+            turn: ctx.turn,
+            endpoint: ctx.endpoint.clone(),
+            model: ctx.model.clone(),
+            participant: ctx.participant.clone(),
+        },
+    )
+    .await;
     let input_estimate = ctx.messages.iter().map(|m| estimate_tokens(&m.content) + 4).sum();
     let mut stats = StatsTracker::start(input_estimate);
     let request = ChatRequest {
@@ -56,10 +60,14 @@ pub async fn run_turn(ctx: TurnContext, sink: &EventSink, cancel: CancellationTo
                     }
                     StreamEvent::Retrying { .. } => stats.on_retry(),
                 }
-                let _ = sink.send(OrchestratorEvent::Stream {
-                    turn: ctx.turn,
-                    event: ev,
-                });
+                emit(
+                    sink,
+                    OrchestratorEvent::Stream {
+                        turn: ctx.turn,
+                        event: ev,
+                    },
+                )
+                .await;
             }
             Err(e) => {
                 error = Some(e);
@@ -111,10 +119,14 @@ pub async fn run_turn(ctx: TurnContext, sink: &EventSink, cancel: CancellationTo
         (TurnStatus::Failed, Some(error)) => TurnOutcome::Failed { turn, error },
         (TurnStatus::Failed, None) => TurnOutcome::Completed(turn),
     };
-    let _ = sink.send(OrchestratorEvent::TurnFinished {
-        turn: ctx.turn,
-        outcome: Box::new(outcome.clone()),
-    });
+    emit(
+        sink,
+        OrchestratorEvent::TurnFinished {
+            turn: ctx.turn,
+            outcome: Box::new(outcome.clone()),
+        },
+    )
+    .await;
     outcome
 }
 
@@ -147,14 +159,16 @@ mod tests {
         adapter: std::sync::Arc<ScriptedAdapter>,
         cancel: CancellationToken,
     ) -> (TurnOutcome, Vec<OrchestratorEvent>) {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let out = run_turn(ctx(adapter), &tx, cancel).await;
-        drop(tx);
-        let mut evs = Vec::new();
-        while let Some(e) = rx.recv().await {
-            evs.push(e);
-        }
-        (out, evs)
+        let (tx, mut rx) = crate::orchestration::event_channel();
+        let collect = async {
+            let mut evs = Vec::new();
+            while let Some(e) = rx.recv().await {
+                evs.push(e);
+            }
+            evs
+        };
+        let produce = async move { run_turn(ctx(adapter), &tx, cancel).await };
+        tokio::join!(produce, collect)
     }
 
     #[tokio::test(start_paused = true)]

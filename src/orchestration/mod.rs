@@ -8,7 +8,7 @@ pub mod chat;
 
 use std::sync::Arc;
 
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc;
 
 use crate::conversation::{Message, Params, Turn, TurnMode};
 use crate::protocols::{ProtocolAdapter, ProtocolError, StreamEvent};
@@ -39,7 +39,23 @@ pub enum OrchestratorEvent {
     },
 }
 
-pub type EventSink = UnboundedSender<OrchestratorEvent>;
+/// Where orchestrators send events. Bounded: a fast stream waits for its front
+/// end instead of piling up in memory, and the front end renders in batches.
+pub type EventSink = mpsc::Sender<OrchestratorEvent>;
+pub type EventSource = mpsc::Receiver<OrchestratorEvent>;
+
+/// Events in flight between an orchestrator and its front end.
+pub const EVENT_BUFFER: usize = 256;
+
+/// Send an event; a front end that has gone away is not an error for the turn.
+pub async fn emit(sink: &EventSink, event: OrchestratorEvent) {
+    let _ = sink.send(event).await;
+}
+
+/// A connected sink and source.
+pub fn event_channel() -> (EventSink, EventSource) {
+    mpsc::channel(EVENT_BUFFER)
+}
 
 /// How a turn ended; every variant carries the full record, partial text included.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,6 +5,7 @@
 //! wire types upward; retries, timeouts and cancellation live in `transport`.
 
 mod error;
+pub mod json_skim;
 pub mod openai;
 pub mod sse;
 pub mod think;

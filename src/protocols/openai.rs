@@ -12,10 +12,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::json_skim::{self as skim, Skim};
 use super::sse::SseDecoder;
 use super::think::ThinkSplitter;
 use super::tool_calls::ToolCallAssembler;
-use super::transport::{Auth, HttpEndpoint, WireDecoder};
+use super::transport::{Auth, HttpEndpoint, WireDecoder, push_reasoning, push_text};
 use super::{ChatRequest, EventStream, ProtocolAdapter, ProtocolError, StreamEvent};
 use crate::config::{EndpointConfig, Secrets};
 use crate::conversation::{Message, Role};
@@ -109,39 +110,6 @@ impl ProtocolAdapter for OpenAiChat {
 }
 
 #[derive(Deserialize)]
-struct Chunk<'a> {
-    #[serde(default, borrow)]
-    choices: Vec<Choice<'a>>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-    #[serde(default)]
-    error: Option<Value>,
-}
-
-#[derive(Deserialize)]
-struct Choice<'a> {
-    #[serde(default, borrow)]
-    delta: Option<Delta<'a>>,
-    /// Non-streaming responses carry `message` instead of `delta`.
-    #[serde(default, borrow)]
-    message: Option<Delta<'a>>,
-    #[serde(default, borrow)]
-    finish_reason: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Delta<'a> {
-    #[serde(default, borrow)]
-    content: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    reasoning_content: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    reasoning: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    tool_calls: Option<Vec<WireToolCall<'a>>>,
-}
-
-#[derive(Deserialize)]
 struct WireToolCall<'a> {
     #[serde(default)]
     index: Option<usize>,
@@ -167,8 +135,75 @@ struct WireUsage {
     completion_tokens: u64,
 }
 
+fn decode_error(data: &[u8], detail: impl std::fmt::Display) -> ProtocolError {
+    ProtocolError::Decode {
+        detail: detail.to_string(),
+        context: crate::util::sanitize::terminal_safe(&String::from_utf8_lossy(&data[..data.len().min(160)]))
+            .into_owned(),
+    }
+}
+
+/// The bytes around the content string of a plain text chunk. Chunks of one
+/// stream differ only in their content, so a chunk that starts with `prefix`,
+/// ends with `suffix` and holds no `"` or `\\` in between is that same chunk with
+/// other text: its content is the middle, exactly, without re-parsing.
+#[derive(Debug, Default)]
+struct ChunkTemplate {
+    prefix: Vec<u8>,
+    suffix: Vec<u8>,
+    /// Consecutive chunks that did not fit: a stream whose chunks all differ
+    /// (per-chunk ids, padding) stops paying for learning.
+    misses: u32,
+}
+
+impl ChunkTemplate {
+    const GIVE_UP_AFTER: u32 = 8;
+
+    fn content<'a>(&mut self, data: &'a [u8]) -> Option<&'a str> {
+        if self.prefix.is_empty() {
+            return None;
+        }
+        if data.len() < self.prefix.len() + self.suffix.len()
+            || !(data.starts_with(&self.prefix) && data.ends_with(&self.suffix))
+        {
+            self.misses += 1;
+            if self.misses >= Self::GIVE_UP_AFTER {
+                self.prefix.clear(); // stop checking, too
+            }
+            return None;
+        }
+        self.misses = 0;
+        let mid = &data[self.prefix.len()..data.len() - self.suffix.len()];
+        if !skim::is_plain_string_body(mid) {
+            return None;
+        }
+        std::str::from_utf8(mid).ok()
+    }
+
+    fn learn(&mut self, data: &[u8], body: std::ops::Range<usize>) {
+        if self.misses >= Self::GIVE_UP_AFTER {
+            return;
+        }
+        self.prefix.clear();
+        self.prefix.extend_from_slice(&data[..body.start]);
+        self.suffix.clear();
+        self.suffix.extend_from_slice(&data[body.end..]);
+    }
+}
+
+/// What a fully skimmed chunk contained, to decide whether it can be a template.
+#[derive(Debug, Default)]
+struct ChunkShape {
+    /// Byte range of the content string's body.
+    content: Option<std::ops::Range<usize>>,
+    /// Anything besides plain content (reasoning, tool calls, finish, usage…).
+    other: bool,
+}
+
 /// Chunk-level state, apart from the byte decoder so both can be borrowed.
 struct ChunkState {
+    template: ChunkTemplate,
+    scratch: VecDeque<StreamEvent>,
     think: ThinkSplitter,
     tools: ToolCallAssembler,
     finish: Option<String>,
@@ -184,83 +219,164 @@ impl ChunkState {
             return;
         }
         if self.think.passthrough() {
-            out.push_back(StreamEvent::Text(t.to_string()));
+            push_text(out, t);
             return;
         }
         let s = self.think.push(t);
-        if !s.reasoning.is_empty() {
-            out.push_back(StreamEvent::Reasoning(s.reasoning));
-        }
-        if !s.text.is_empty() {
-            out.push_back(StreamEvent::Text(s.text));
-        }
+        push_reasoning(out, &s.reasoning);
+        push_text(out, &s.text);
     }
 
     fn flush_text(&mut self, out: &mut VecDeque<StreamEvent>) {
         let s = self.think.finish();
-        if !s.reasoning.is_empty() {
-            out.push_back(StreamEvent::Reasoning(s.reasoning));
-        }
-        if !s.text.is_empty() {
-            out.push_back(StreamEvent::Text(s.text));
-        }
+        push_reasoning(out, &s.reasoning);
+        push_text(out, &s.text);
     }
 
+    /// One JSON chunk (or a whole non-streamed response). The common fields
+    /// are skimmed without allocation; rare ones go through serde.
     fn chunk(&mut self, data: &[u8], out: &mut VecDeque<StreamEvent>) -> Result<(), ProtocolError> {
         if data == b"[DONE]" {
             self.done = true;
             return self.end(out);
         }
-        let chunk: Chunk = serde_json::from_slice(data).map_err(|e| ProtocolError::Decode {
-            detail: e.to_string(),
-            context: String::from_utf8_lossy(&data[..data.len().min(160)]).into_owned(),
+        if let Some(content) = self.template.content(data) {
+            self.text(content, out);
+            return Ok(());
+        }
+        // Events of a fully parsed chunk wait in a scratch queue, so that a
+        // malformed chunk contributes nothing.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let result = self.parse_chunk(data, &mut scratch);
+        for ev in scratch.drain(..) {
+            match ev {
+                StreamEvent::Text(t) => push_text(out, &t),
+                StreamEvent::Reasoning(r) => push_reasoning(out, &r),
+                other => out.push_back(other),
+            }
+        }
+        self.scratch = scratch;
+        result
+    }
+
+    fn parse_chunk(&mut self, data: &[u8], out: &mut VecDeque<StreamEvent>) -> Result<(), ProtocolError> {
+        let mut finish: Option<String> = None;
+        let mut usage: Option<&[u8]> = None;
+        let mut error: Option<&[u8]> = None;
+        let mut shape = ChunkShape::default();
+        let mut sk = Skim::new(data);
+        sk.object(|key, sk| match key {
+            b"choices" => sk.array(|i, sk| {
+                if i == 0 {
+                    self.choice(sk, out, &mut finish, &mut shape)
+                } else {
+                    shape.other = true;
+                    sk.skip()
+                }
+            }),
+            b"usage" => sk.raw_value().map(|raw| usage = Some(raw)),
+            b"error" => sk.raw_value().map(|raw| error = Some(raw)),
+            _ => sk.skip(),
+        })
+        .and_then(|()| sk.end())
+        .map_err(|e| {
+            out.clear();
+            decode_error(data, e)
         })?;
-        if let Some(err) = chunk.error {
-            let msg = err
+        shape.other |= finish.is_some() || usage.is_some_and(|u| u != b"null") || error.is_some_and(|e| e != b"null");
+        if let (Some(range), false) = (shape.content.clone(), shape.other)
+            && skim::is_plain_string_body(&data[range.clone()])
+        {
+            self.template.learn(data, range);
+        }
+        if let Some(raw) = error.filter(|r| *r != b"null") {
+            let v: Value = serde_json::from_slice(raw).map_err(|e| decode_error(data, e))?;
+            let msg = v
                 .get("message")
                 .and_then(Value::as_str)
                 .map(str::to_string)
-                .unwrap_or_else(|| err.to_string());
+                .unwrap_or_else(|| v.to_string());
             return Err(ProtocolError::Server { detail: msg });
         }
-        if let Some(choice) = chunk.choices.into_iter().next() {
-            if let Some(d) = choice.delta.or(choice.message) {
-                if let Some(r) = d
-                    .reasoning_content
-                    .as_deref()
-                    .or(d.reasoning.as_deref())
-                    .filter(|r| !r.is_empty())
-                {
-                    out.push_back(StreamEvent::Reasoning(r.to_string()));
-                }
-                if let Some(c) = d.content.as_deref() {
-                    self.text(c, out);
-                }
-                for (i, tc) in d.tool_calls.unwrap_or_default().into_iter().enumerate() {
-                    let f = tc.function.as_ref();
-                    self.tools.fragment(
-                        tc.index.unwrap_or(i),
-                        tc.id.as_deref(),
-                        f.and_then(|f| f.name.as_deref()),
-                        f.and_then(|f| f.arguments.as_deref()),
-                        out,
-                    );
-                }
-            }
-            if let Some(reason) = choice.finish_reason
-                && self.finish.is_none()
-            {
-                self.finish = Some(reason.into_owned());
-                self.end(out)?;
-            }
+        if let Some(reason) = finish
+            && self.finish.is_none()
+        {
+            self.finish = Some(reason);
+            self.end(out)?;
         }
-        if let Some(u) = chunk.usage {
+        if let Some(raw) = usage.filter(|r| *r != b"null") {
+            let u: WireUsage = serde_json::from_slice(raw).map_err(|e| decode_error(data, e))?;
             out.push_back(StreamEvent::Usage(Usage {
                 input_tokens: u.prompt_tokens,
                 output_tokens: u.completion_tokens,
             }));
         }
         Ok(())
+    }
+
+    fn choice(
+        &mut self,
+        sk: &mut Skim<'_>,
+        out: &mut VecDeque<StreamEvent>,
+        finish: &mut Option<String>,
+        shape: &mut ChunkShape,
+    ) -> skim::Result<()> {
+        sk.object(|key, sk| match key {
+            b"delta" | b"message" => {
+                if sk.null()? {
+                    return Ok(());
+                }
+                sk.object(|key, sk| match key {
+                    b"content" => {
+                        let before = sk.offset();
+                        let c = sk.opt_string()?;
+                        if let Some(c) = c {
+                            // An escape-free string is borrowed: its body is the
+                            // bytes between the quotes just read.
+                            if let Cow::Borrowed(body) = &c {
+                                let end = sk.offset() - 1;
+                                shape.content = Some(end - body.len()..end).filter(|r| r.start > before);
+                            }
+                            self.text(&c, out);
+                        }
+                        Ok(())
+                    }
+                    b"reasoning_content" | b"reasoning" => sk.opt_string().map(|r| {
+                        if let Some(r) = r {
+                            shape.other = true;
+                            push_reasoning(out, &r);
+                        }
+                    }),
+                    b"tool_calls" => {
+                        let raw = sk.raw_value()?;
+                        if raw != b"null" {
+                            shape.other = true;
+                            let calls: Vec<WireToolCall> =
+                                serde_json::from_slice(raw).map_err(|_| skim::SkimError {
+                                    offset: 0,
+                                    what: "invalid tool_calls",
+                                })?;
+                            for (i, tc) in calls.into_iter().enumerate() {
+                                let f = tc.function.as_ref();
+                                self.tools.fragment(
+                                    tc.index.unwrap_or(i),
+                                    tc.id.as_deref(),
+                                    f.and_then(|f| f.name.as_deref()),
+                                    f.and_then(|f| f.arguments.as_deref()),
+                                    out,
+                                );
+                            }
+                        }
+                        Ok(())
+                    }
+                    _ => sk.skip(),
+                })
+            }
+            b"finish_reason" => sk
+                .opt_string()
+                .map(|r| *finish = r.map(|r| r.into_owned()).filter(|r| !r.is_empty())),
+            _ => sk.skip(),
+        })
     }
 
     /// The answer is complete: release held text, tool calls and the finish reason (once).
@@ -283,7 +399,7 @@ impl ChunkState {
 }
 
 /// Decodes one chat-completions response (SSE, or one JSON object).
-struct ChatDecoder {
+pub struct ChatDecoder {
     json_mode: bool,
     json: Vec<u8>,
     sse: SseDecoder,
@@ -291,12 +407,15 @@ struct ChatDecoder {
 }
 
 impl ChatDecoder {
-    fn new(json_mode: bool) -> Self {
+    /// A decoder for a streamed (`true`: plain JSON) response.
+    pub fn new(json_mode: bool) -> Self {
         ChatDecoder {
             json_mode,
             json: Vec::new(),
             sse: SseDecoder::new(),
             state: ChunkState {
+                template: ChunkTemplate::default(),
+                scratch: VecDeque::new(),
                 think: ThinkSplitter::new(),
                 tools: ToolCallAssembler::new(),
                 finish: None,

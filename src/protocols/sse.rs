@@ -31,7 +31,7 @@ impl SseDecoder {
         // Fast path: no partial line buffered, process straight from the chunk.
         let mut rest = chunk;
         if !self.buf.is_empty() {
-            match chunk.iter().position(|&b| b == b'\n') {
+            match memchr::memchr(b'\n', chunk) {
                 None => {
                     self.buf.extend_from_slice(chunk);
                     return Ok(());
@@ -46,9 +46,33 @@ impl SseDecoder {
                 }
             }
         }
-        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
-            self.line(&rest[..i], &mut on_event)?;
-            rest = &rest[i + 1..];
+        while let Some(i) = memchr::memchr(b'\n', rest) {
+            let line = &rest[..i];
+            let after = &rest[i + 1..];
+            // Fast path: a one-line `data:` event whose blank line follows at
+            // once (nearly every event) is dispatched without copying.
+            if !self.has_data && line.starts_with(b"data:") {
+                let blank = match after {
+                    [b'\n', ..] => Some(1),
+                    [b'\r', b'\n', ..] => Some(2),
+                    _ => None,
+                };
+                if let Some(skip) = blank {
+                    let v = &line[5..];
+                    let v = v.strip_prefix(b" ").unwrap_or(v);
+                    let v = v.strip_suffix(b"\r").unwrap_or(v);
+                    let r = on_event(SseEvent {
+                        event: &self.event,
+                        data: v,
+                    });
+                    self.event.clear();
+                    r?;
+                    rest = &after[skip..];
+                    continue;
+                }
+            }
+            self.line(line, &mut on_event)?;
+            rest = after;
         }
         self.buf.extend_from_slice(rest);
         Ok(())
@@ -71,7 +95,7 @@ impl SseDecoder {
         if line[0] == b':' {
             return Ok(()); // comment / keep-alive
         }
-        let (field, value) = match line.iter().position(|&b| b == b':') {
+        let (field, value) = match memchr::memchr(b':', line) {
             Some(i) => {
                 let v = &line[i + 1..];
                 (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
@@ -125,7 +149,7 @@ impl NdjsonDecoder {
     pub fn feed<E>(&mut self, chunk: &[u8], mut on_line: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
         self.buf.extend_from_slice(chunk);
         let mut start = 0;
-        while let Some(i) = self.buf[start..].iter().position(|&b| b == b'\n') {
+        while let Some(i) = memchr::memchr(b'\n', &self.buf[start..]) {
             let line = trim_ascii(&self.buf[start..start + i]);
             if !line.is_empty() {
                 on_line(line)?;

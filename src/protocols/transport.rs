@@ -53,6 +53,29 @@ pub trait WireDecoder: Send {
     fn is_done(&self) -> bool;
 }
 
+/// Append text, merging with a text event still queued from the same read: a
+/// burst of tokens becomes one event (fewer allocations, sends and writes).
+pub fn push_text(out: &mut VecDeque<StreamEvent>, t: &str) {
+    if t.is_empty() {
+        return;
+    }
+    match out.back_mut() {
+        Some(StreamEvent::Text(s)) => s.push_str(t),
+        _ => out.push_back(StreamEvent::Text(t.to_string())),
+    }
+}
+
+/// Like [`push_text`], for reasoning.
+pub fn push_reasoning(out: &mut VecDeque<StreamEvent>, t: &str) {
+    if t.is_empty() {
+        return;
+    }
+    match out.back_mut() {
+        Some(StreamEvent::Reasoning(s)) => s.push_str(t),
+        _ => out.push_back(StreamEvent::Reasoning(t.to_string())),
+    }
+}
+
 /// Chooses a decoder from the response's content type.
 pub type DecoderFactory = Arc<dyn Fn(&str) -> Box<dyn WireDecoder> + Send + Sync>;
 

@@ -488,3 +488,65 @@ async fn context_overflow_is_recognised() {
     let (_, err) = run(&a, CancellationToken::new()).await;
     assert!(matches!(err, Some(ProtocolError::ContextLength { .. })), "{err:?}");
 }
+
+/// Decode chunks one by one through the full decoder (template fast path on).
+fn decode_all(chunks: &[&str]) -> (Vec<StreamEvent>, Option<ProtocolError>) {
+    let mut d = ChatDecoder::new(false);
+    let mut q = std::collections::VecDeque::new();
+    for c in chunks {
+        let body = format!("data: {c}\n\n");
+        if let Err(e) = d.feed(body.as_bytes(), &mut q) {
+            return (q.into_iter().collect(), Some(e));
+        }
+    }
+    let r = d.finish(&mut q).err();
+    (q.into_iter().collect(), r)
+}
+
+fn llama_chunk(content_json: &str, created: u64) -> String {
+    format!(
+        r#"{{"choices":[{{"finish_reason":null,"index":0,"delta":{{"content":{content_json}}}}}],"created":{created},"id":"chatcmpl-x","model":"m","object":"chat.completion.chunk"}}"#
+    )
+}
+
+#[test]
+fn chunk_template_fast_path_matches_a_full_parse() {
+    let chunks = [
+        llama_chunk(r#""Hel""#, 1),        // learns the template
+        llama_chunk(r#""lo""#, 1),         // fast path
+        llama_chunk(r#""\u00e9""#, 1),     // escape: full parse
+        llama_chunk(r#""\u00e9x""#, 1),    // starts like the escape: must not be misread
+        llama_chunk(r#""q\"uote""#, 1),    // escaped quote: full parse
+        llama_chunk(r#""new second""#, 2), // suffix differs: full parse, relearn
+        llama_chunk(r#"" ok""#, 2),        // fast path again
+        r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":"a","reasoning_content":"r"}}]}"#.to_string(),
+        llama_chunk(r#""""#, 2), // empty content
+        r#"{"choices":[{"finish_reason":"stop","index":0,"delta":{}}],"created":2,"id":"chatcmpl-x","model":"m","object":"chat.completion.chunk"}"#
+            .to_string(),
+        "[DONE]".to_string(),
+    ];
+    let refs: Vec<&str> = chunks.iter().map(String::as_str).collect();
+    let (ev, err) = decode_all(&refs);
+    assert_eq!(err, None);
+    assert_eq!(text(&ev), "Helloééxq\"uotenew second oka");
+    assert_eq!(reasoning(&ev), "r");
+    assert!(ev.contains(&StreamEvent::Finished("stop".into())));
+}
+
+#[test]
+fn chunk_template_never_hides_malformed_data() {
+    // Same prefix and suffix as a learned chunk, but a raw quote in the middle.
+    let bad = llama_chunk(r#""a"b""#, 1);
+    let (ev, err) = decode_all(&[&llama_chunk(r#""ok""#, 1), &bad]);
+    assert_eq!(text(&ev), "ok");
+    assert!(matches!(err, Some(ProtocolError::Decode { .. })), "{err:?}");
+    // Invalid UTF-8 in the middle falls back to the full parse, which rejects it.
+    let mut d = ChatDecoder::new(false);
+    let mut q = std::collections::VecDeque::new();
+    d.feed(format!("data: {}\n\n", llama_chunk(r#""ok""#, 1)).as_bytes(), &mut q)
+        .unwrap();
+    let mut raw = format!("data: {}\n\n", llama_chunk(r#""XX""#, 1)).into_bytes();
+    let at = raw.windows(2).position(|w| w == b"XX").unwrap();
+    raw[at] = 0xff;
+    assert!(matches!(d.feed(&raw, &mut q), Err(ProtocolError::Decode { .. })));
+}
