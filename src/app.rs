@@ -125,6 +125,61 @@ fn models(config: &Config, secrets: &Secrets, name: Option<&str>) -> i32 {
     }
 }
 
+/// Endpoint, model, system prompt and parameters from flags over config.
+fn resolve<'a>(
+    config: &'a Config,
+    common: &CommonArgs,
+) -> Result<(&'a crate::config::EndpointConfig, String, Option<String>, Params), String> {
+    let name = common
+        .endpoint
+        .clone()
+        .unwrap_or_else(|| config.defaults.endpoint.clone());
+    let ep = config.require_endpoint(&name)?;
+    Ok((
+        ep,
+        common.model.clone().unwrap_or_else(|| config.default_model_for(ep)),
+        common.system.clone().or_else(|| config.defaults.system.clone()),
+        Params {
+            temperature: common.temperature.or(config.defaults.temperature),
+            max_tokens: common.max_tokens.or(config.defaults.max_tokens),
+        },
+    ))
+}
+
+fn load_templates(config: &Config) -> Result<Arc<Templates>, i32> {
+    Templates::load(config.defaults.templates_dir.as_deref())
+        .map(Arc::new)
+        .map_err(|e| {
+            eprintln!("pai: {e} — fix the template or remove templates_dir from polyglot.toml");
+            EXIT_USAGE
+        })
+}
+
+fn tui_mode(config: &Config, secrets: &Secrets, common: &CommonArgs) -> i32 {
+    let (ep, model, system, params) = match resolve(config, common) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("pai: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let templates = match load_templates(config) {
+        Ok(t) => t,
+        Err(c) => return c,
+    };
+    let data_dir = directories::ProjectDirs::from("", "", "polyglot").map(|d| d.data_dir().to_path_buf());
+    let opts = crate::tui::TuiOptions {
+        endpoint: ep.name.clone(),
+        model,
+        system,
+        params,
+        sessions_dir: (!common.no_log).then(|| config.defaults.sessions_dir.clone()),
+        templates,
+        history_file: data_dir.map(|d| d.join("prompt_history.jsonl")),
+    };
+    crate::tui::run(Arc::new(config.clone()), secrets.clone(), opts)
+}
+
 fn prompt_mode(config: &Config, secrets: &Secrets, common: &CommonArgs, prompt: Vec<String>, json: bool) -> i32 {
     let prompt = if !prompt.is_empty() {
         prompt.join(" ")
@@ -135,6 +190,8 @@ fn prompt_mode(config: &Config, secrets: &Secrets, common: &CommonArgs, prompt: 
             return EXIT_USAGE;
         }
         s
+    } else if std::io::stdout().is_terminal() {
+        return tui_mode(config, secrets, common);
     } else {
         eprintln!("pai: no prompt given — run `pai \"your prompt\"`, or pipe one in: echo 'hi' | pai");
         return EXIT_USAGE;
@@ -143,39 +200,29 @@ fn prompt_mode(config: &Config, secrets: &Secrets, common: &CommonArgs, prompt: 
         eprintln!("pai: the prompt is empty — give some text to send");
         return EXIT_USAGE;
     }
-    let endpoint_name = common
-        .endpoint
-        .clone()
-        .unwrap_or_else(|| config.defaults.endpoint.clone());
-    let ep = match config.require_endpoint(&endpoint_name) {
-        Ok(e) => e,
+    let (ep, model, system, params) = match resolve(config, common) {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("pai: {e}");
             return EXIT_USAGE;
         }
     };
-    let templates = match Templates::load(config.defaults.templates_dir.as_deref()) {
-        Ok(t) => Arc::new(t),
-        Err(e) => {
-            eprintln!("pai: {e} — fix the template or remove templates_dir from polyglot.toml");
-            return EXIT_USAGE;
-        }
+    let templates = match load_templates(config) {
+        Ok(t) => t,
+        Err(c) => return c,
     };
     let adapter = match build_adapter(ep, secrets) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("pai: endpoint `{endpoint_name}`: {e}");
+            eprintln!("pai: endpoint `{}`: {e}", ep.name);
             return 1;
         }
     };
     let job = OneShot {
-        endpoint: endpoint_name,
-        model: common.model.clone().unwrap_or_else(|| config.default_model_for(ep)),
-        system: common.system.clone().or_else(|| config.defaults.system.clone()),
-        params: Params {
-            temperature: common.temperature.or(config.defaults.temperature),
-            max_tokens: common.max_tokens.or(config.defaults.max_tokens),
-        },
+        endpoint: ep.name.clone(),
+        model,
+        system,
+        params,
         prompt,
         json,
         sessions_dir: (!common.no_log).then(|| config.defaults.sessions_dir.clone()),

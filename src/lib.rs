@@ -14,4 +14,5 @@ pub mod protocols;
 pub mod records;
 pub mod stats;
 pub mod testkit;
+pub mod tui;
 pub mod util;

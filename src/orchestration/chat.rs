@@ -43,15 +43,15 @@ pub async fn run_turn(ctx: TurnContext, sink: &EventSink, cancel: CancellationTo
             Ok(ev) => {
                 match &ev {
                     StreamEvent::Text(t) => {
-                        stats.on_output(t.len());
+                        stats.on_output(t);
                         response.text.push_str(t);
                     }
                     StreamEvent::Reasoning(r) => {
-                        stats.on_output(r.len());
+                        stats.on_output(r);
                         response.reasoning.push_str(r);
                     }
-                    StreamEvent::ToolCallStart { .. } => stats.on_output(0),
-                    StreamEvent::ToolCallDelta { arguments, .. } => stats.on_output(arguments.len()),
+                    StreamEvent::ToolCallStart { .. } => stats.on_output(""),
+                    StreamEvent::ToolCallDelta { arguments, .. } => stats.on_output(arguments),
                     StreamEvent::ToolCall(tc) => response.tool_calls.push(tc.clone()),
                     StreamEvent::Usage(u) => stats.on_usage(*u),
                     StreamEvent::Finished(reason) => {

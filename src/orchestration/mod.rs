@@ -100,3 +100,17 @@ pub struct TurnContext {
     pub params: Params,
     pub tools: Vec<crate::protocols::ToolSpec>,
 }
+
+impl std::fmt::Debug for TurnContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnContext")
+            .field("turn", &self.turn)
+            .field("endpoint", &self.endpoint)
+            .field("model", &self.model)
+            .field("participant", &self.participant)
+            .field("mode", &self.mode)
+            .field("adapter", &self.adapter.protocol())
+            .field("messages", &self.messages.len())
+            .finish_non_exhaustive()
+    }
+}

@@ -6,7 +6,9 @@
 //! contain secrets) and must not be called from the UI task directly.
 
 mod atomic;
+pub mod export;
 pub mod html;
+pub mod writer;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};

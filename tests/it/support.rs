@@ -1,5 +1,6 @@
 //! Helpers: run the real binary in an isolated environment; reach the lab LLM.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -119,7 +120,9 @@ pub fn lab_llm_port(test: &str) -> Option<u16> {
     if std::env::var("PAI_REQUIRE_LAB").as_deref() == Ok("1") {
         panic!("{msg} (PAI_REQUIRE_LAB=1 forbids skipping)");
     }
-    eprintln!("{msg}");
+    // Straight to the stderr handle: `eprintln!` output of passing tests is
+    // captured by the harness, and a skip must never pass silently.
+    let _ = writeln!(std::io::stderr(), "{msg}");
     None
 }
 

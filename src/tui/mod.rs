@@ -1,0 +1,30 @@
+//! The terminal UI: a ratatui front end over the orchestrators' events.
+//!
+//! `app` holds state and behaviour without I/O; `run` owns the terminal and
+//! carries out effects; `view`, `overlay` and `transcript` draw; `mode` is the
+//! UiMode state machine; `commands` are the slash commands; `markdown`,
+//! `highlight` and `wrap` turn model text into styled lines; `smoother` paces
+//! streamed text; `clipboard` gets text out of a full-screen app.
+
+pub mod app;
+pub mod clipboard;
+pub mod commands;
+pub mod highlight;
+pub mod input;
+pub mod keys;
+pub mod markdown;
+pub mod mode;
+pub mod overlay;
+pub mod run;
+pub mod smoother;
+pub mod theme;
+pub mod transcript;
+pub mod view;
+pub mod wrap;
+
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tests;
+
+pub use run::{TuiOptions, run};

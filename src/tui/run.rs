@@ -1,0 +1,332 @@
+//! The TUI runner: owns the terminal and every piece of I/O. It restores the
+//! terminal on every exit path (guard + panic hook), runs the event loop —
+//! terminal, orchestrator and effect results in one `select!`, draws on demand
+//! at most once per frame, sleeps when idle — and carries out the app's effects.
+
+use std::io::{Stdout, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture, Event, EventStream,
+    KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+};
+use ratatui::crossterm::execute;
+use ratatui::crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode};
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio::time::Instant;
+
+use super::app::{App, AppEvent, AppInit, Effect};
+use super::clipboard;
+use super::highlight::Highlighter;
+use super::view;
+use crate::config::{Config, Secrets};
+use crate::conversation::Params;
+use crate::orchestration::{EventSink, chat, event_channel};
+use crate::records::writer::RecordWriter;
+use crate::records::{Templates, write_atomic};
+
+/// Frames are at most this often (~60 per second).
+const FRAME: Duration = Duration::from_millis(16);
+const MODELS_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What the TUI starts with.
+pub struct TuiOptions {
+    pub endpoint: String,
+    pub model: String,
+    pub system: Option<String>,
+    pub params: Params,
+    /// Where to record; `None` with `--no-log`.
+    pub sessions_dir: Option<PathBuf>,
+    pub templates: Arc<Templates>,
+    /// Prompt history file.
+    pub history_file: Option<PathBuf>,
+}
+
+/// Messages to the runner from its helpers.
+enum Inbox {
+    App(AppEvent),
+    /// Bytes for the terminal itself (OSC 52), written between frames.
+    TerminalBytes(Vec<u8>),
+}
+
+/// Raw mode + alternate screen, undone on drop.
+struct TerminalGuard {
+    terminal: Terminal<CrosstermBackend<Stdout>>,
+    enhanced: bool,
+}
+
+fn restore_terminal(enhanced: bool) {
+    let mut out = std::io::stdout();
+    if enhanced {
+        let _ = execute!(out, PopKeyboardEnhancementFlags);
+    }
+    let _ = execute!(
+        out,
+        DisableMouseCapture,
+        DisableBracketedPaste,
+        LeaveAlternateScreen,
+        ratatui::crossterm::cursor::Show
+    );
+    let _ = disable_raw_mode();
+}
+
+impl TerminalGuard {
+    fn enter() -> std::io::Result<Self> {
+        enable_raw_mode()?;
+        let mut out = std::io::stdout();
+        execute!(out, EnterAlternateScreen, EnableBracketedPaste, EnableMouseCapture)?;
+        // Shift-Enter is only distinguishable with the kitty keyboard protocol.
+        let enhanced = matches!(ratatui::crossterm::terminal::supports_keyboard_enhancement(), Ok(true))
+            && execute!(
+                out,
+                PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+            )
+            .is_ok();
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore_terminal(enhanced);
+            prev(info);
+        }));
+        let terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+        Ok(TerminalGuard { terminal, enhanced })
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal(self.enhanced);
+    }
+}
+
+/// Run the TUI to the end; returns the exit code.
+pub fn run(config: Arc<Config>, secrets: Secrets, opts: TuiOptions) -> i32 {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("pai: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    let result = rt.block_on(run_async(config, secrets, opts));
+    // Leave tasks (streams being cancelled) a moment, without hanging.
+    rt.shutdown_timeout(Duration::from_millis(500));
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("pai: {e}");
+            1
+        }
+    }
+}
+
+fn load_history(path: Option<&PathBuf>) -> Vec<String> {
+    let Some(p) = path else { return Vec::new() };
+    std::fs::read_to_string(p)
+        .map(|s| {
+            s.lines()
+                .filter_map(|l| serde_json::from_str::<String>(l).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn save_history(path: Option<&PathBuf>, history: &[String]) {
+    let Some(p) = path else { return };
+    if let Some(dir) = p.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let start = history.len().saturating_sub(1000);
+    let body: String = history[start..]
+        .iter()
+        .filter_map(|h| serde_json::to_string(h).ok())
+        .map(|l| l + "\n")
+        .collect();
+    let _ = write_atomic(p, body.as_bytes(), false);
+}
+
+async fn run_async(config: Arc<Config>, secrets: Secrets, opts: TuiOptions) -> Result<(), String> {
+    let (inbox_tx, mut inbox) = unbounded_channel::<Inbox>();
+    let writer = opts.sessions_dir.as_ref().map(|dir| {
+        let tx = inbox_tx.clone();
+        RecordWriter::spawn(dir, opts.templates.clone(), move |r| {
+            let _ = tx.send(Inbox::App(AppEvent::Recorded(r)));
+        })
+    });
+    let mut app = App::new(AppInit {
+        config,
+        secrets,
+        endpoint: opts.endpoint.clone(),
+        model: opts.model.clone(),
+        system: opts.system.clone(),
+        params: opts.params.clone(),
+        history: load_history(opts.history_file.as_ref()),
+        highlighter: Some(Highlighter::new()),
+    });
+    let mut guard = TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let (sink, mut source) = event_channel();
+    let mut events = EventStream::new();
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let mut dirty = true;
+    let mut last_draw = Instant::now() - FRAME;
+    let result: Result<(), String> = loop {
+        let now = Instant::now();
+        if dirty && now >= last_draw + FRAME {
+            if let Err(e) = guard.terminal.draw(|f| view::draw(&mut app, f)) {
+                break Err(format!("cannot draw: {e}"));
+            }
+            dirty = false;
+            last_draw = now;
+        }
+        let frame_at = dirty.then_some(last_draw + FRAME);
+        let wake = [app.next_wake(), frame_at].into_iter().flatten().min();
+        tokio::select! {
+            ev = events.next() => match ev {
+                Some(Ok(ev)) => {
+                    if matches!(ev, Event::Resize(..)) {
+                        let _ = guard.terminal.autoresize();
+                    }
+                    app.on_terminal(ev);
+                }
+                Some(Err(e)) => break Err(format!("terminal input failed: {e}")),
+                None => break Ok(()),
+            },
+            Some(ev) = source.recv() => {
+                app.on_orchestrator(ev);
+                // Drain the burst before drawing: a burst of tokens costs one frame.
+                while let Ok(ev) = source.try_recv() {
+                    app.on_orchestrator(ev);
+                }
+            }
+            Some(msg) = inbox.recv() => match msg {
+                Inbox::App(ev) => app.on_app_event(ev),
+                Inbox::TerminalBytes(b) => {
+                    let mut out = std::io::stdout();
+                    let _ = out.write_all(&b).and_then(|()| out.flush());
+                }
+            },
+            _ = tokio::time::sleep_until(wake.unwrap_or(now)), if wake.is_some() => app.on_tick(),
+            Some(()) = recv_signal(&mut sigterm) => app.quit(),
+            Some(()) = recv_signal(&mut sighup) => app.quit(),
+        }
+        dirty = true;
+        for effect in app.take_effects() {
+            run_effect(effect, &mut app, &sink, &inbox_tx, writer.as_ref(), &mut guard);
+        }
+        if app.should_quit {
+            break Ok(());
+        }
+    };
+    drop(guard);
+    save_history(opts.history_file.as_ref(), app.input.history());
+    // Dropping the writer waits for queued records.
+    drop(writer);
+    result
+}
+
+async fn recv_signal(s: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+    match s {
+        Some(s) => s.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+fn run_effect(
+    effect: Effect,
+    app: &mut App,
+    sink: &EventSink,
+    inbox: &UnboundedSender<Inbox>,
+    writer: Option<&RecordWriter>,
+    guard: &mut TerminalGuard,
+) {
+    match effect {
+        Effect::StartTurn(ctx, cancel) => {
+            let sink = sink.clone();
+            tokio::spawn(async move {
+                chat::run_turn(*ctx, &sink, cancel).await;
+            });
+        }
+        Effect::Record(turn) => {
+            if let Some(w) = writer {
+                w.record(*turn);
+            }
+        }
+        Effect::NewRecordSession => {
+            if let Some(w) = writer {
+                w.new_session();
+            }
+        }
+        Effect::Copy(text) => {
+            let inbox = inbox.clone();
+            // Not in the session folder: that holds the record, nothing else.
+            let fallback = directories::ProjectDirs::from("", "", "polyglot")
+                .map(|d| d.data_dir().to_path_buf())
+                .unwrap_or_else(std::env::temp_dir)
+                .join("clipboard.txt");
+            let env = clipboard::ClipboardEnv::from_process(fallback);
+            tokio::task::spawn_blocking(move || {
+                let report = clipboard::copy(&text, &env);
+                if let Some(bytes) = report.osc52.clone() {
+                    let _ = inbox.send(Inbox::TerminalBytes(bytes));
+                }
+                let _ = inbox.send(Inbox::App(AppEvent::Copied(report.summary())));
+            });
+        }
+        Effect::ListModels { endpoint, show } => {
+            let inbox = inbox.clone();
+            match app.adapter(&endpoint) {
+                Ok(adapter) => {
+                    tokio::spawn(async move {
+                        let result = match tokio::time::timeout(
+                            MODELS_TIMEOUT,
+                            adapter.list_models(tokio_util::sync::CancellationToken::new()),
+                        )
+                        .await
+                        {
+                            Ok(r) => r.map_err(|e| e.to_string()),
+                            Err(_) => Err("no answer within 20 s".into()),
+                        };
+                        let _ = inbox.send(Inbox::App(AppEvent::Models { endpoint, show, result }));
+                    });
+                }
+                Err(e) => {
+                    let _ = inbox.send(Inbox::App(AppEvent::Models {
+                        endpoint,
+                        show,
+                        result: Err(e),
+                    }));
+                }
+            }
+        }
+        Effect::WriteFile { path, contents } => {
+            let inbox = inbox.clone();
+            tokio::task::spawn_blocking(move || {
+                let r = write_atomic(&path, &contents, true)
+                    .map(|()| std::fs::canonicalize(&path).unwrap_or(path.clone()))
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()));
+                let _ = inbox.send(Inbox::App(AppEvent::FileWritten(r)));
+            });
+        }
+        Effect::SetMouseCapture(on) => {
+            let mut out = std::io::stdout();
+            let _ = if on {
+                execute!(out, EnableMouseCapture)
+            } else {
+                execute!(out, DisableMouseCapture)
+            };
+        }
+        Effect::Redraw => {
+            let _ = guard.terminal.clear();
+        }
+        Effect::Quit => {}
+    }
+}

@@ -1,0 +1,570 @@
+//! Wrapping of styled text into display lines of a fixed column width.
+//!
+//! Owns: measuring text the way ratatui draws it ([`str_width`],
+//! [`spans_width`]), word wrapping ([`wrap_spans`]) and hard wrapping by
+//! grapheme for code ([`wrap_spans_hard`]).
+//!
+//! Rules shared by both wrappers:
+//! - widths come from `unicode-width` per grapheme cluster (wide CJK/emoji = 2
+//!   columns, combining marks = 0); graphemes holding control characters count
+//!   0 columns because ratatui skips them when drawing;
+//! - every display line starts with an indent (`first_indent` on the first
+//!   line, `rest_indent` on continuation lines) that counts against `width`;
+//! - styles are kept: a span cut by a break continues on the next line with
+//!   the same style; adjacent pieces of one span are re-joined;
+//! - every display line holds at least one grapheme, so a width narrower than
+//!   the indent plus one grapheme overflows rather than looping; `width == 0`
+//!   means "do not wrap" (one display line).
+//!
+//! Cost: one pass over the text; ASCII spans are scanned by byte, and an
+//! allocation happens per output span piece, never per character. A line that
+//! already fits is returned without scanning for breaks.
+
+use ratatui::text::{Line, Span};
+use unicode_segmentation::UnicodeSegmentation;
+use unicode_width::UnicodeWidthStr;
+
+/// Display width of `s` as ratatui draws it.
+pub fn str_width(s: &str) -> usize {
+    let b = s.as_bytes();
+    if b.iter().all(|&c| (0x20..0x7f).contains(&c)) {
+        return b.len();
+    }
+    if s.is_ascii() {
+        return b.iter().filter(|c| !c.is_ascii_control()).count();
+    }
+    s.graphemes(true).map(grapheme_width).sum()
+}
+
+/// Display width of a run of spans.
+pub fn spans_width(spans: &[Span<'_>]) -> usize {
+    spans.iter().map(|s| str_width(&s.content)).sum()
+}
+
+#[inline]
+fn grapheme_width(g: &str) -> usize {
+    if g.chars().any(char::is_control) { 0 } else { g.width() }
+}
+
+/// A break opportunity: ASCII whitespace and Unicode spaces, except the
+/// no-break ones.
+#[inline]
+fn is_break_space(g: &str) -> bool {
+    g.chars()
+        .all(|c| c.is_whitespace() && !matches!(c, '\u{a0}' | '\u{2007}' | '\u{202f}' | '\u{feff}'))
+}
+
+/// Word-wrap one logical line of styled `spans` into display lines at most
+/// `width` columns wide (indent included).
+///
+/// Breaks at whitespace; whitespace at a break is dropped, leading whitespace
+/// of the first line is kept. Wide graphemes (CJK) are break opportunities on
+/// both sides. A word wider than a whole line starts on a fresh line and is
+/// cut by grapheme. Always returns at least one line (an empty input gives
+/// just `first_indent`).
+pub fn wrap_spans(
+    spans: &[Span<'static>],
+    width: u16,
+    first_indent: Vec<Span<'static>>,
+    rest_indent: Vec<Span<'static>>,
+) -> Vec<Line<'static>> {
+    wrap(spans, width, first_indent, rest_indent, Mode::Words)
+}
+
+/// Hard-wrap one logical line by grapheme: fill each display line to `width`
+/// columns, keeping every character including whitespace (for code). Same
+/// indent rules as [`wrap_spans`].
+pub fn wrap_spans_hard(
+    spans: &[Span<'static>],
+    width: u16,
+    first_indent: Vec<Span<'static>>,
+    rest_indent: Vec<Span<'static>>,
+) -> Vec<Line<'static>> {
+    wrap(spans, width, first_indent, rest_indent, Mode::Hard)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Words,
+    Hard,
+}
+
+fn wrap(
+    spans: &[Span<'static>],
+    width: u16,
+    first_indent: Vec<Span<'static>>,
+    rest_indent: Vec<Span<'static>>,
+    mode: Mode,
+) -> Vec<Line<'static>> {
+    let first_w = spans_width(&first_indent);
+    if width == 0 || first_w + spans_width(spans) <= usize::from(width) {
+        let mut line = first_indent;
+        line.extend(spans.iter().filter(|s| !s.content.is_empty()).cloned());
+        return vec![Line::from(line)];
+    }
+    let mut w = Wrapper {
+        spans,
+        width: usize::from(width),
+        rest_w: spans_width(&rest_indent),
+        rest: rest_indent,
+        out: Vec::new(),
+        indent: first_indent,
+        cur: Vec::new(),
+        cur_w: first_w,
+        has_content: false,
+        first_line: true,
+        word: Vec::new(),
+        word_w: 0,
+        ws: Vec::new(),
+        ws_w: 0,
+    };
+    match mode {
+        Mode::Words => {
+            for (i, s) in spans.iter().enumerate() {
+                w.scan_span(i, &s.content);
+            }
+            w.commit_word();
+        }
+        Mode::Hard => {
+            for (i, s) in spans.iter().enumerate() {
+                push_piece(
+                    &mut w.word,
+                    Piece {
+                        span: i,
+                        start: 0,
+                        end: s.content.len(),
+                    },
+                );
+            }
+            w.break_word();
+        }
+    }
+    w.emit_line();
+    w.out
+}
+
+/// A byte range of one input span.
+#[derive(Clone, Copy)]
+struct Piece {
+    span: usize,
+    start: usize,
+    end: usize,
+}
+
+fn push_piece(v: &mut Vec<Piece>, p: Piece) {
+    if p.start == p.end {
+        return;
+    }
+    if let Some(last) = v.last_mut()
+        && last.span == p.span
+        && last.end == p.start
+    {
+        last.end = p.end;
+        return;
+    }
+    v.push(p);
+}
+
+struct Wrapper<'s> {
+    spans: &'s [Span<'static>],
+    width: usize,
+    rest: Vec<Span<'static>>,
+    rest_w: usize,
+    out: Vec<Line<'static>>,
+    /// Indent of the line being built.
+    indent: Vec<Span<'static>>,
+    /// Content of the line being built.
+    cur: Vec<Piece>,
+    /// Width of the line being built, indent included.
+    cur_w: usize,
+    has_content: bool,
+    first_line: bool,
+    /// The word being read, not yet placed.
+    word: Vec<Piece>,
+    word_w: usize,
+    /// Whitespace between the placed text and `word`.
+    ws: Vec<Piece>,
+    ws_w: usize,
+}
+
+impl Wrapper<'_> {
+    fn scan_span(&mut self, i: usize, s: &str) {
+        let b = s.as_bytes();
+        if s.is_ascii() {
+            let mut at = 0;
+            while at < b.len() {
+                let space = b[at] == b' ' || b[at] == b'\t';
+                let mut end = at + 1;
+                while end < b.len() && (b[end] == b' ' || b[end] == b'\t') == space {
+                    end += 1;
+                }
+                let run = &b[at..end];
+                let w = if run.iter().all(|c| !c.is_ascii_control()) {
+                    run.len()
+                } else {
+                    run.iter().filter(|c| !c.is_ascii_control()).count()
+                };
+                let p = Piece {
+                    span: i,
+                    start: at,
+                    end,
+                };
+                if space {
+                    self.space(p, w)
+                } else {
+                    self.word_part(p, w)
+                }
+                at = end;
+            }
+            return;
+        }
+        // Narrow run not yet handed over: (start, end, width).
+        let mut run: Option<(usize, usize, usize)> = None;
+        for (at, g) in s.grapheme_indices(true) {
+            let end = at + g.len();
+            if is_break_space(g) {
+                if let Some((a, e, w)) = run.take() {
+                    self.word_part(
+                        Piece {
+                            span: i,
+                            start: a,
+                            end: e,
+                        },
+                        w,
+                    );
+                }
+                self.space(
+                    Piece {
+                        span: i,
+                        start: at,
+                        end,
+                    },
+                    grapheme_width(g),
+                );
+                continue;
+            }
+            let gw = grapheme_width(g);
+            if gw >= 2 {
+                if let Some((a, e, w)) = run.take() {
+                    self.word_part(
+                        Piece {
+                            span: i,
+                            start: a,
+                            end: e,
+                        },
+                        w,
+                    );
+                }
+                self.commit_word();
+                self.word_part(
+                    Piece {
+                        span: i,
+                        start: at,
+                        end,
+                    },
+                    gw,
+                );
+                self.commit_word();
+                continue;
+            }
+            run = Some(match run {
+                Some((a, _, w)) => (a, end, w + gw),
+                None => (at, end, gw),
+            });
+        }
+        if let Some((a, e, w)) = run {
+            self.word_part(
+                Piece {
+                    span: i,
+                    start: a,
+                    end: e,
+                },
+                w,
+            );
+        }
+    }
+
+    fn space(&mut self, p: Piece, w: usize) {
+        self.commit_word();
+        push_piece(&mut self.ws, p);
+        self.ws_w += w;
+    }
+
+    fn word_part(&mut self, p: Piece, w: usize) {
+        push_piece(&mut self.word, p);
+        self.word_w += w;
+    }
+
+    /// Place the pending word (and the whitespace before it).
+    fn commit_word(&mut self) {
+        if self.word.is_empty() {
+            return;
+        }
+        if self.cur_w + self.ws_w + self.word_w <= self.width {
+            self.place_ws();
+            self.place_word();
+        } else if self.has_content {
+            self.emit_line();
+            if self.cur_w + self.word_w <= self.width {
+                self.place_word();
+            } else {
+                self.break_word();
+            }
+        } else {
+            if self.first_line && self.cur_w + self.ws_w < self.width {
+                self.place_ws();
+            }
+            self.break_word();
+        }
+        self.ws.clear();
+        self.ws_w = 0;
+    }
+
+    fn place_ws(&mut self) {
+        if self.has_content || self.first_line {
+            for i in 0..self.ws.len() {
+                let p = self.ws[i];
+                push_piece(&mut self.cur, p);
+            }
+            self.cur_w += self.ws_w;
+        }
+        self.ws.clear();
+        self.ws_w = 0;
+    }
+
+    fn place_word(&mut self) {
+        for i in 0..self.word.len() {
+            let p = self.word[i];
+            push_piece(&mut self.cur, p);
+        }
+        self.cur_w += self.word_w;
+        self.has_content = true;
+        self.word.clear();
+        self.word_w = 0;
+    }
+
+    /// Place the pending word grapheme by grapheme, starting on the current
+    /// line and breaking wherever a line is full.
+    fn break_word(&mut self) {
+        let word = std::mem::take(&mut self.word);
+        for p in &word {
+            let s: &str = &self.spans[p.span].content;
+            let mut start = p.start;
+            while start < p.end {
+                let room = self.width.saturating_sub(self.cur_w);
+                let (end, w) = fit(&s[start..p.end], room, !self.has_content);
+                if end == 0 {
+                    self.emit_line();
+                    continue;
+                }
+                push_piece(
+                    &mut self.cur,
+                    Piece {
+                        span: p.span,
+                        start,
+                        end: start + end,
+                    },
+                );
+                self.cur_w += w;
+                self.has_content = true;
+                start += end;
+                if start < p.end {
+                    self.emit_line();
+                }
+            }
+        }
+        self.word = word;
+        self.word.clear();
+        self.word_w = 0;
+    }
+
+    fn emit_line(&mut self) {
+        let indent = std::mem::replace(&mut self.indent, self.rest.clone());
+        let mut line = indent;
+        line.reserve(self.cur.len());
+        for p in &self.cur {
+            let span = &self.spans[p.span];
+            if p.start == 0 && p.end == span.content.len() {
+                line.push(span.clone());
+            } else {
+                line.push(Span::styled(span.content[p.start..p.end].to_string(), span.style));
+            }
+        }
+        self.out.push(Line::from(line));
+        self.cur.clear();
+        self.cur_w = self.rest_w;
+        self.has_content = false;
+        self.first_line = false;
+    }
+}
+
+/// The longest prefix of `s` at most `room` columns wide: (bytes, columns).
+/// With `force`, at least one grapheme even if it does not fit.
+fn fit(s: &str, room: usize, force: bool) -> (usize, usize) {
+    let b = s.as_bytes();
+    if b.iter().all(|&c| (0x20..0x7f).contains(&c)) {
+        let n = b.len().min(room);
+        if n == 0 && force && !b.is_empty() {
+            return (1, 1);
+        }
+        return (n, n);
+    }
+    let mut used = 0;
+    let mut w = 0;
+    for g in s.graphemes(true) {
+        let gw = grapheme_width(g);
+        if w + gw > room {
+            if used == 0 && force {
+                return (g.len(), gw);
+            }
+            break;
+        }
+        used += g.len();
+        w += gw;
+    }
+    (used, w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::style::{Color, Style};
+
+    fn text(l: &Line) -> String {
+        l.spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    fn texts(lines: &[Line]) -> Vec<String> {
+        lines.iter().map(text).collect()
+    }
+
+    fn raw(s: &str) -> Vec<Span<'static>> {
+        vec![Span::raw(s.to_string())]
+    }
+
+    fn wrap_plain(s: &str, w: u16) -> Vec<String> {
+        texts(&wrap_spans(&raw(s), w, vec![], vec![]))
+    }
+
+    #[test]
+    fn fits_in_one_line() {
+        assert_eq!(wrap_plain("hello world", 20), ["hello world"]);
+        assert_eq!(wrap_plain("", 20), [""]);
+    }
+
+    #[test]
+    fn breaks_at_spaces_and_drops_them() {
+        assert_eq!(
+            wrap_plain("the quick brown fox jumps", 10),
+            ["the quick", "brown fox", "jumps"]
+        );
+        assert_eq!(wrap_plain("aaa    bbb", 5), ["aaa", "bbb"]);
+        assert_eq!(wrap_plain("a b c d e f", 3), ["a b", "c d", "e f"]);
+    }
+
+    #[test]
+    fn keeps_leading_whitespace_of_first_line() {
+        assert_eq!(wrap_plain("    indented text here", 12), ["    indented", "text here"]);
+    }
+
+    #[test]
+    fn long_words_are_cut_by_grapheme() {
+        assert_eq!(
+            wrap_plain("see https://example.com/a/very/long/path", 12),
+            ["see", "https://exam", "ple.com/a/ve", "ry/long/path"]
+        );
+        assert_eq!(wrap_plain("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+    }
+
+    #[test]
+    fn cjk_and_emoji_are_two_columns() {
+        let lines = wrap_plain("日本語のテキストです", 7);
+        assert_eq!(lines, ["日本語", "のテキ", "ストで", "す"]);
+        for l in &lines {
+            assert!(str_width(l) <= 7);
+        }
+        let e = wrap_plain("👍🏽👍🏽👍🏽 ok 👨‍👩‍👧", 5);
+        for l in &e {
+            assert!(str_width(l) <= 5, "{l:?}");
+        }
+        assert_eq!(e.concat().replace(' ', ""), "👍🏽👍🏽👍🏽ok👨‍👩‍👧");
+        // Mixed: ASCII word next to CJK may break between them.
+        assert_eq!(wrap_plain("abc漢字", 4), ["abc", "漢字"]);
+    }
+
+    #[test]
+    fn combining_marks_are_zero_width() {
+        let s = "e\u{301}e\u{301}e\u{301}e\u{301}";
+        assert_eq!(str_width(s), 4);
+        assert_eq!(wrap_plain(s, 2), ["e\u{301}e\u{301}", "e\u{301}e\u{301}"]);
+    }
+
+    #[test]
+    fn indents_on_first_and_rest() {
+        let lines = wrap_spans(
+            &raw("one two three four"),
+            10,
+            vec![Span::raw("- ")],
+            vec![Span::raw("  ")],
+        );
+        assert_eq!(texts(&lines), ["- one two", "  three", "  four"]);
+    }
+
+    #[test]
+    fn styles_survive_breaks() {
+        let red = Style::default().fg(Color::Red);
+        let blue = Style::default().fg(Color::Blue);
+        let spans = vec![
+            Span::styled("red words here ", red),
+            Span::styled("blue", blue),
+            Span::raw("tail more"),
+        ];
+        let lines = wrap_spans(&spans, 9, vec![], vec![]);
+        assert_eq!(texts(&lines), ["red words", "here", "bluetail", "more"]);
+        assert_eq!(lines[1].spans[0].style, red);
+        assert_eq!(lines[2].spans[0].content, "blue");
+        assert_eq!(lines[2].spans[0].style, blue);
+        assert_eq!(lines[2].spans[1].content, "tail");
+        assert_eq!(lines[2].spans[1].style, Style::default());
+    }
+
+    #[test]
+    fn pieces_of_one_span_are_joined() {
+        let lines = wrap_spans(&raw("aa bb cc dd ee"), 8, vec![], vec![]);
+        assert_eq!(lines[0].spans.len(), 1);
+        assert_eq!(lines[0].spans[0].content, "aa bb cc");
+    }
+
+    #[test]
+    fn tiny_widths_terminate() {
+        for w in 0..4u16 {
+            for s in ["", " ", "abc def", "日本語", "a\tb", "x\u{301}", "   ", "👨‍👩‍👧 z"] {
+                let lines = wrap_spans(&raw(s), w, vec![Span::raw(">>>> ")], vec![Span::raw("  ")]);
+                assert!(!lines.is_empty());
+                assert!(lines.len() <= s.len() + 1);
+                let hard = wrap_spans_hard(&raw(s), w, vec![Span::raw(">>>> ")], vec![Span::raw("  ")]);
+                assert!(!hard.is_empty());
+            }
+        }
+        assert_eq!(wrap_plain("abc def", 0), ["abc def"]);
+        assert_eq!(wrap_plain("abc", 1), ["a", "b", "c"]);
+        assert_eq!(wrap_plain("日本", 1), ["日", "本"]);
+    }
+
+    #[test]
+    fn hard_wrap_keeps_spaces() {
+        let lines = wrap_spans_hard(&raw("    let x = 1;"), 8, vec![Span::raw("| ")], vec![Span::raw("> ")]);
+        assert_eq!(texts(&lines), ["|     le", "> t x = ", "> 1;"]);
+    }
+
+    #[test]
+    fn never_wider_than_width() {
+        let s = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, 日本語のテキスト sed do \
+                 eiusmod tempor https://example.com/some/really/long/url incididunt ut labore";
+        for w in 4..60u16 {
+            for l in wrap_spans(&raw(s), w, vec![Span::raw("> ")], vec![Span::raw("> ")]) {
+                assert!(spans_width(&l.spans) <= usize::from(w), "w={w} {:?}", text(&l));
+            }
+        }
+    }
+}
