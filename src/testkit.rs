@@ -361,3 +361,107 @@ impl crate::protocols::ProtocolAdapter for ScriptedAdapter {
         ))
     }
 }
+
+/// A fast local SSE source for benchmarks: llama.cpp-shaped chat chunks,
+/// generated on the server's own thread and written in ~64 KiB pieces.
+pub mod sse_bench {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// One llama.cpp-shaped SSE event for token `i`. With `vary`, each chunk gets
+    /// its own id (as servers with per-chunk ids or padding do), so no two chunks
+    /// share their bytes around the content and every chunk is fully parsed.
+    pub fn event(i: usize, vary: bool, out: &mut Vec<u8>) {
+        const WORDS: [&str; 13] = [
+            "The", " quick", " brown", " fox", " jumps", " over", " the", " lazy", " dog", ".", "\\n", " Ünï", " 漢字",
+        ];
+        write!(
+            out,
+            "data: {{\"choices\":[{{\"finish_reason\":null,\"index\":0,\"delta\":{{\"content\":\"{}\"}}}}],\"created\":1795288438,\"id\":\"chatcmpl-pthDKBNeDXFFPgIRMKt{:016}\",\"model\":\"smollm2\",\"system_fingerprint\":\"b0-unknown\",\"object\":\"chat.completion.chunk\"}}\n\n",
+            WORDS[i % WORDS.len()],
+            if vary { i } else { 0 }
+        )
+        .unwrap();
+    }
+
+    pub fn tail(n: usize, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"data: {\"choices\":[{\"finish_reason\":\"stop\",\"index\":0,\"delta\":{}}]}\n\n");
+        write!(
+            out,
+            "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":10,\"completion_tokens\":{n}}}}}\n\ndata: [DONE]\n\n"
+        )
+        .unwrap();
+    }
+
+    /// Total body size for `n` tokens (the same with or without `vary`).
+    pub fn body_len(n: usize) -> usize {
+        let mut v = Vec::new();
+        let mut size = |i: usize| {
+            v.clear();
+            event(i, false, &mut v);
+            v.len()
+        };
+        let per_cycle: usize = (0..13).map(&mut size).sum();
+        let rest: usize = (0..n % 13).map(&mut size).sum();
+        let mut t = Vec::new();
+        tail(n, &mut t);
+        per_cycle * (n / 13) + rest + t.len()
+    }
+
+    /// Serve an `n`-token SSE body to every connection, generated on the fly on the
+    /// server's own thread (its CPU is not counted), written in ~64 KiB pieces.
+    pub fn serve(n: usize, vary: bool) -> u16 {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let server = std::thread::Builder::new().name("sse-server".into());
+        server.spawn(move || {
+            for s in l.incoming() {
+                let Ok(mut s) = s else { continue };
+                let conn = std::thread::Builder::new().name("sse-conn".into());
+                let _ = conn.spawn(move || {
+                    let mut req = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    // Read headers and the (small) body.
+                    loop {
+                        let r = s.read(&mut buf).unwrap_or(0);
+                        if r == 0 {
+                            return;
+                        }
+                        req.extend_from_slice(&buf[..r]);
+                        if let Some(h) = req.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head = String::from_utf8_lossy(&req[..h]).to_lowercase();
+                            let len = head
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length:"))
+                                .and_then(|v| v.trim().parse::<usize>().ok())
+                                .unwrap_or(0);
+                            if req.len() >= h + 4 + len {
+                                break;
+                            }
+                        }
+                    }
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        body_len(n)
+                    );
+                    let _ = s.write_all(head.as_bytes());
+                    let mut chunk = Vec::with_capacity(70 * 1024);
+                    for i in 0..n {
+                        event(i, vary, &mut chunk);
+                        if chunk.len() >= 64 * 1024 {
+                            if s.write_all(&chunk).is_err() {
+                                return;
+                            }
+                            chunk.clear();
+                        }
+                    }
+                    tail(n, &mut chunk);
+                    let _ = s.write_all(&chunk);
+                });
+            }
+        })
+        .expect("bench server thread");
+        port
+    }
+}

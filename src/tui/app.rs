@@ -556,7 +556,17 @@ impl App {
         self.session.record(&turn.stats, status_failed, cancelled);
         self.last_stats = Some(turn.stats.clone());
         let _ = self.modes.apply(Transition::TurnEnded { failed: status_failed });
-        self.turns.push(turn.clone());
+        // For /export keep only what this turn added (the record gets it all):
+        // each request repeats the whole conversation, and keeping every copy
+        // would grow memory with the square of the session's length.
+        let mut slim = turn.clone();
+        let msgs = &slim.request.messages;
+        let start = msgs
+            .iter()
+            .rposition(|m| m.role == crate::conversation::Role::Assistant)
+            .map_or(0, |i| i + 1);
+        slim.request.messages = msgs[start..].to_vec();
+        self.turns.push(slim);
         self.effects.push(Effect::Record(Box::new(turn)));
     }
 

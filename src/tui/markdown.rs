@@ -48,23 +48,27 @@ pub fn render(text: &str, width: u16, theme: &Theme, hl: Option<&Highlighter>) -
     let mut out = Vec::new();
     let mut caches = Vec::new();
     let mut start = 0;
-    for end in scan
+    let mut soft = false;
+    let ends = scan
         .starts
         .iter()
         .copied()
-        .chain(std::iter::once(scan.visible_end(text)))
-    {
-        render_joined(&text[start..end], width, theme, hl, &mut caches, &mut out);
+        .chain(std::iter::once(scan.visible_end(text)));
+    let softs = scan.soft.iter().copied().chain(std::iter::once(false));
+    for (end, next_soft) in ends.zip(softs) {
+        render_joined(&text[start..end], soft, width, theme, hl, &mut caches, &mut out);
         caches.clear();
         start = end;
+        soft = next_soft;
     }
     out
 }
 
 /// Render one block after the previous ones, with a blank line between
-/// non-empty blocks.
+/// non-empty blocks (none after a soft cut).
 fn render_joined(
     src: &str,
+    soft: bool,
     width: u16,
     theme: &Theme,
     hl: Option<&Highlighter>,
@@ -72,12 +76,13 @@ fn render_joined(
     out: &mut Vec<Line<'static>>,
 ) {
     let before = out.len();
-    if before > 0 {
+    let gap = before > 0 && !soft;
+    if gap {
         out.push(Line::default());
     }
     let mark = out.len();
     render::render_block(src, width, theme, hl, caches, out);
-    if out.len() == mark && before > 0 {
+    if out.len() == mark && gap {
         out.pop();
     }
 }
@@ -94,6 +99,36 @@ struct BlockScanner {
     prev_blank: bool,
     /// Block starts after the first (which is 0), ascending.
     starts: Vec<usize>,
+    /// For each start: a soft cut (inside a long paragraph or list, joined
+    /// without a blank line) rather than a blank-line boundary.
+    soft: Vec<bool>,
+    /// The line before `pos` could end a soft-cut block (not a table row).
+    prev_cuttable: bool,
+}
+
+/// A block longer than this may be cut at a line boundary, so the cost of a
+/// token never grows with the length of one giant paragraph or list.
+const SOFT_CUT: usize = 8 * 1024;
+
+/// May a soft cut come before this line? Only before a line that starts a
+/// plain paragraph line or a list item in column 0: never a table row, a
+/// setext underline, a fence, a heading or a quote marker.
+fn soft_cut_before(line: &[u8]) -> bool {
+    // Up to three spaces of indent keep a line at the paragraph's level.
+    let indent = line.iter().take(4).take_while(|c| **c == b' ').count();
+    if indent > 3 {
+        return false;
+    }
+    match &line[indent..] {
+        // "1. item" is fine too: an ordered item keeps its number.
+        [c, ..] if c.is_ascii_alphanumeric() => true,
+        [b'-' | b'*' | b'+', b' ', ..] => true,
+        // Four bytes always hold the whole first character.
+        rest => String::from_utf8_lossy(&rest[..rest.len().min(4)])
+            .chars()
+            .next()
+            .is_some_and(char::is_alphanumeric),
+    }
 }
 
 impl BlockScanner {
@@ -107,12 +142,24 @@ impl BlockScanner {
                 && self.starts.last() != Some(&start)
             {
                 self.starts.push(start);
+                self.soft.push(false);
             }
-            let Some(nl) = b[start..].iter().position(|&c| c == b'\n') else {
+            let Some(nl) = memchr::memchr(b'\n', &b[start..]) else {
                 break; // unfinished line: decide its fate when it is complete
             };
             let line = &b[start..start + nl];
+            if !self.prev_blank
+                && self.fence.is_none()
+                && self.prev_cuttable
+                && self.starts.last() != Some(&start)
+                && start - self.starts.last().copied().unwrap_or(0) >= SOFT_CUT
+                && soft_cut_before(line)
+            {
+                self.starts.push(start);
+                self.soft.push(true);
+            }
             self.prev_blank = line.iter().all(|c| matches!(c, b' ' | b'\t' | b'\r'));
+            self.prev_cuttable = !line.trim_ascii_start().starts_with(b"|");
             match (self.fence, fence_of(line)) {
                 (None, Some((c, n, _))) => self.fence = Some((c, n)),
                 (Some((c, n)), Some((c2, n2, rest))) if c == c2 && n2 >= n && rest.trim_ascii().is_empty() => {
@@ -287,8 +334,10 @@ impl StreamingMarkdown {
         while let Some(&end) = self.scan.starts.get(self.stable_blocks) {
             let i = self.stable_blocks;
             let start = if i == 0 { 0 } else { self.scan.starts[i - 1] };
+            let soft = i > 0 && self.scan.soft[i - 1];
             render_joined(
                 &text[start..end],
+                soft,
                 width,
                 theme,
                 hl,
@@ -302,6 +351,7 @@ impl StreamingMarkdown {
         let end = self.scan.visible_end(text);
         render_joined(
             &text[tail..end],
+            self.scan.soft.last().copied().unwrap_or(false),
             width,
             theme,
             hl,

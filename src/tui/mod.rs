@@ -27,4 +27,4 @@ mod testing;
 #[cfg(test)]
 mod tests;
 
-pub use run::{TuiOptions, run};
+pub use run::{Channels, LoopOptions, TuiOptions, event_loop, run};

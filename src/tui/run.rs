@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use ratatui::Terminal;
-use ratatui::backend::CrosstermBackend;
+use ratatui::backend::{Backend, CrosstermBackend};
 use ratatui::crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture, Event, EventStream,
     KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
@@ -48,7 +48,7 @@ pub struct TuiOptions {
 }
 
 /// Messages to the runner from its helpers.
-enum Inbox {
+pub enum Inbox {
     App(AppEvent),
     /// Bytes for the terminal itself (OSC 52), written between frames.
     TerminalBytes(Vec<u8>),
@@ -154,7 +154,7 @@ fn save_history(path: Option<&PathBuf>, history: &[String]) {
 }
 
 async fn run_async(config: Arc<Config>, secrets: Secrets, opts: TuiOptions) -> Result<(), String> {
-    let (inbox_tx, mut inbox) = unbounded_channel::<Inbox>();
+    let (inbox_tx, inbox) = unbounded_channel::<Inbox>();
     let writer = opts.sessions_dir.as_ref().map(|dir| {
         let tx = inbox_tx.clone();
         RecordWriter::spawn(dir, opts.templates.clone(), move |r| {
@@ -172,20 +172,104 @@ async fn run_async(config: Arc<Config>, secrets: Secrets, opts: TuiOptions) -> R
         highlighter: Some(Highlighter::new()),
     });
     let mut guard = TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let shutdown = Box::pin(async {
+        let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+        let hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
+        match (term, hup) {
+            (Ok(mut t), Ok(mut h)) => {
+                tokio::select! {
+                    _ = t.recv() => {}
+                    _ = h.recv() => {}
+                }
+            }
+            _ => std::future::pending().await,
+        }
+    });
+    let result = event_loop(
+        &mut app,
+        &mut guard.terminal,
+        EventStream::new(),
+        Channels { inbox_tx, inbox },
+        writer.as_ref(),
+        LoopOptions {
+            exit_when_idle: false,
+            shutdown,
+        },
+    )
+    .await;
+    drop(guard);
+    save_history(opts.history_file.as_ref(), app.input.history());
+    // Dropping the writer waits for queued records.
+    drop(writer);
+    result
+}
+
+/// The runner's own message channel.
+pub struct Channels {
+    inbox_tx: UnboundedSender<Inbox>,
+    inbox: tokio::sync::mpsc::UnboundedReceiver<Inbox>,
+}
+
+impl Channels {
+    pub fn new() -> Self {
+        let (inbox_tx, inbox) = unbounded_channel();
+        Channels { inbox_tx, inbox }
+    }
+}
+
+impl Default for Channels {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// How the loop ends besides `/quit`.
+pub struct LoopOptions {
+    /// Leave once no turn is in flight (benchmarks).
+    pub exit_when_idle: bool,
+    /// Quit gracefully when this completes (signals).
+    pub shutdown: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+}
+
+/// The event loop: terminal input, orchestrator events and effect results in
+/// one `select!`; everything queued is handled before a frame is drawn, frames
+/// come at most every 16 ms and only when something changed; with nothing to
+/// do it sleeps (no idle tick).
+pub async fn event_loop<B, E>(
+    app: &mut App,
+    terminal: &mut Terminal<B>,
+    mut events: E,
+    channels: Channels,
+    writer: Option<&RecordWriter>,
+    mut opts: LoopOptions,
+) -> Result<(), String>
+where
+    B: Backend + Write,
+    E: futures::Stream<Item = std::io::Result<Event>> + Unpin,
+{
+    let Channels { inbox_tx, mut inbox } = channels;
     let (sink, mut source) = event_channel();
-    let mut events = EventStream::new();
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     let mut dirty = true;
     let mut last_draw = Instant::now() - FRAME;
-    let result: Result<(), String> = loop {
+    loop {
+        // Effects first: some are queued before the loop starts (a prompt
+        // submitted at start-up), the rest by the events handled below.
+        for effect in app.take_effects() {
+            run_effect(effect, app, &sink, &inbox_tx, writer, terminal);
+        }
+        if app.should_quit {
+            return Ok(());
+        }
         let now = Instant::now();
         if dirty && now >= last_draw + FRAME {
-            if let Err(e) = guard.terminal.draw(|f| view::draw(&mut app, f)) {
-                break Err(format!("cannot draw: {e}"));
-            }
+            terminal
+                .draw(|f| view::draw(app, f))
+                .map_err(|e| format!("cannot draw: {e}"))?;
             dirty = false;
             last_draw = now;
+        }
+        if opts.exit_when_idle && !app.is_busy() {
+            return Ok(());
         }
         let frame_at = dirty.then_some(last_draw + FRAME);
         let wake = [app.next_wake(), frame_at].into_iter().flatten().min();
@@ -193,12 +277,12 @@ async fn run_async(config: Arc<Config>, secrets: Secrets, opts: TuiOptions) -> R
             ev = events.next() => match ev {
                 Some(Ok(ev)) => {
                     if matches!(ev, Event::Resize(..)) {
-                        let _ = guard.terminal.autoresize();
+                        let _ = terminal.autoresize();
                     }
                     app.on_terminal(ev);
                 }
-                Some(Err(e)) => break Err(format!("terminal input failed: {e}")),
-                None => break Ok(()),
+                Some(Err(e)) => return Err(format!("terminal input failed: {e}")),
+                None => return Ok(()),
             },
             Some(ev) = source.recv() => {
                 app.on_orchestrator(ev);
@@ -210,43 +294,24 @@ async fn run_async(config: Arc<Config>, secrets: Secrets, opts: TuiOptions) -> R
             Some(msg) = inbox.recv() => match msg {
                 Inbox::App(ev) => app.on_app_event(ev),
                 Inbox::TerminalBytes(b) => {
-                    let mut out = std::io::stdout();
-                    let _ = out.write_all(&b).and_then(|()| out.flush());
+                    let out = terminal.backend_mut();
+                    let _ = out.write_all(&b).and_then(|()| Write::flush(out));
                 }
             },
             _ = tokio::time::sleep_until(wake.unwrap_or(now)), if wake.is_some() => app.on_tick(),
-            Some(()) = recv_signal(&mut sigterm) => app.quit(),
-            Some(()) = recv_signal(&mut sighup) => app.quit(),
+            () = &mut opts.shutdown => app.quit(),
         }
         dirty = true;
-        for effect in app.take_effects() {
-            run_effect(effect, &mut app, &sink, &inbox_tx, writer.as_ref(), &mut guard);
-        }
-        if app.should_quit {
-            break Ok(());
-        }
-    };
-    drop(guard);
-    save_history(opts.history_file.as_ref(), app.input.history());
-    // Dropping the writer waits for queued records.
-    drop(writer);
-    result
-}
-
-async fn recv_signal(s: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
-    match s {
-        Some(s) => s.recv().await,
-        None => std::future::pending().await,
     }
 }
 
-fn run_effect(
+fn run_effect<B: Backend + Write>(
     effect: Effect,
     app: &mut App,
     sink: &EventSink,
     inbox: &UnboundedSender<Inbox>,
     writer: Option<&RecordWriter>,
-    guard: &mut TerminalGuard,
+    terminal: &mut Terminal<B>,
 ) {
     match effect {
         Effect::StartTurn(ctx, cancel) => {
@@ -325,7 +390,7 @@ fn run_effect(
             };
         }
         Effect::Redraw => {
-            let _ = guard.terminal.clear();
+            let _ = terminal.clear();
         }
         Effect::Quit => {}
     }

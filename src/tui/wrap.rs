@@ -191,36 +191,72 @@ impl Wrapper<'_> {
     fn scan_span(&mut self, i: usize, s: &str) {
         let b = s.as_bytes();
         if s.is_ascii() {
-            let mut at = 0;
-            while at < b.len() {
-                let space = b[at] == b' ' || b[at] == b'\t';
-                let mut end = at + 1;
-                while end < b.len() && (b[end] == b' ' || b[end] == b'\t') == space {
-                    end += 1;
-                }
-                let run = &b[at..end];
-                let w = if run.iter().all(|c| !c.is_ascii_control()) {
-                    run.len()
-                } else {
-                    run.iter().filter(|c| !c.is_ascii_control()).count()
-                };
-                let p = Piece {
-                    span: i,
-                    start: at,
-                    end,
-                };
-                if space {
-                    self.space(p, w)
-                } else {
-                    self.word_part(p, w)
-                }
-                at = end;
-            }
+            self.scan_ascii(i, b, 0, b.len());
             return;
         }
+        // ASCII runs take the fast path; grapheme segmentation only runs
+        // around non-ASCII bytes. The ASCII character just before non-ASCII
+        // text goes with it, as a combining mark may attach to it.
+        let mut at = 0;
+        while at < b.len() {
+            let mut end = at;
+            while end < b.len() && b[end] < 0x80 {
+                end += 1;
+            }
+            let ascii_end = if end < b.len() && end > at { end - 1 } else { end };
+            if ascii_end > at {
+                self.scan_ascii(i, b, at, ascii_end);
+            }
+            // The non-ASCII region ends at an ASCII byte followed by ASCII
+            // (or the end): both are char boundaries and cannot join a cluster
+            // with what comes before except through a combining mark, which
+            // is non-ASCII.
+            let mut k = end;
+            while k < b.len() && !(b[k] < 0x80 && (k + 1 == b.len() || b[k + 1] < 0x80)) {
+                k += 1;
+            }
+            if k > ascii_end {
+                self.scan_graphemes(i, s, ascii_end, k);
+            }
+            at = k;
+        }
+    }
+
+    /// An ASCII byte range `[from, to)` of span `i`.
+    fn scan_ascii(&mut self, i: usize, b: &[u8], from: usize, to: usize) {
+        let mut at = from;
+        while at < to {
+            let space = b[at] == b' ' || b[at] == b'\t';
+            let mut end = at + 1;
+            while end < to && (b[end] == b' ' || b[end] == b'\t') == space {
+                end += 1;
+            }
+            let run = &b[at..end];
+            let w = if run.iter().all(|c| !c.is_ascii_control()) {
+                run.len()
+            } else {
+                run.iter().filter(|c| !c.is_ascii_control()).count()
+            };
+            let p = Piece {
+                span: i,
+                start: at,
+                end,
+            };
+            if space {
+                self.space(p, w)
+            } else {
+                self.word_part(p, w)
+            }
+            at = end;
+        }
+    }
+
+    /// The byte range `[from, to)` of span `i`, grapheme by grapheme.
+    fn scan_graphemes(&mut self, i: usize, s: &str, from: usize, to: usize) {
         // Narrow run not yet handed over: (start, end, width).
         let mut run: Option<(usize, usize, usize)> = None;
-        for (at, g) in s.grapheme_indices(true) {
+        for (rel, g) in s[from..to].grapheme_indices(true) {
+            let at = from + rel;
             let end = at + g.len();
             if is_break_space(g) {
                 if let Some((a, e, w)) = run.take() {
@@ -564,6 +600,30 @@ mod tests {
         for w in 4..60u16 {
             for l in wrap_spans(&raw(s), w, vec![Span::raw("> ")], vec![Span::raw("> ")]) {
                 assert!(spans_width(&l.spans) <= usize::from(w), "w={w} {:?}", text(&l));
+            }
+        }
+    }
+
+    #[test]
+    fn ascii_fast_path_and_graphemes_agree_at_their_boundary() {
+        // A combining accent on an ASCII base, CJK and emoji amid ASCII words.
+        let t = "cafe\u{301} au lait 漢字 and more words here 🎉x ok";
+        for w in 3..40u16 {
+            let lines = wrap_spans(&[Span::raw(t)], w, vec![], vec![]);
+            let squash = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+            assert_eq!(
+                squash(&texts(&lines).concat()),
+                squash(t),
+                "width {w}: text lost or changed"
+            );
+            for l in &lines {
+                assert!(
+                    spans_width(&l.spans) <= usize::from(w).max(2),
+                    "width {w}: {:?}",
+                    text(l)
+                );
+                // The accent never leaves its base letter.
+                assert!(!text(l).starts_with('\u{301}'), "width {w}: {:?}", text(l));
             }
         }
     }

@@ -454,3 +454,64 @@ fn unfinished_lines_do_not_flicker() {
     // But a finished message keeps its last line.
     assert_eq!(r("text\n-\n"), ["## text"]);
 }
+
+#[test]
+fn giant_paragraphs_and_lists_are_soft_cut_and_streaming_still_equals_render() {
+    let theme = Theme::default();
+    // ~40 KB of one paragraph with single newlines, then a long list.
+    let mut text = String::new();
+    for i in 0..700 {
+        text.push_str(&format!("line {i} of one very long paragraph with **bold** words\n"));
+    }
+    text.push('\n');
+    for i in 0..400 {
+        text.push_str(&format!("- item {i} in a long list\n"));
+    }
+    let mut scan = BlockScanner::default();
+    scan.advance(&text);
+    assert!(
+        scan.soft.iter().filter(|s| **s).count() >= 4,
+        "no soft cuts in {} bytes",
+        text.len()
+    );
+    // Every block stays near the cut size.
+    let mut prev = 0;
+    for &s in &scan.starts {
+        assert!(s - prev < SOFT_CUT + 200, "block of {} bytes", s - prev);
+        prev = s;
+    }
+    // Streaming over many prefixes equals one-shot rendering.
+    let mut sm = StreamingMarkdown::new();
+    let step = 997;
+    let mut end = 0;
+    while end < text.len() {
+        end = (end + step).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        let got = sm.lines(&text[..end], 70, &theme, None).to_vec();
+        assert_eq!(got, render(&text[..end], 70, &theme, None), "prefix {end}");
+    }
+    // A soft cut adds no blank line: the paragraph's lines run on.
+    let lines = render(&text, 200, &theme, None);
+    let blank = lines
+        .iter()
+        .filter(|l| l.spans.iter().all(|s| s.content.trim().is_empty()))
+        .count();
+    assert_eq!(blank, 1, "only the real paragraph break is blank");
+}
+
+#[test]
+fn tables_are_never_soft_cut() {
+    let mut text = String::from("| a | b |\n|---|---|\n");
+    for i in 0..1000 {
+        text.push_str(&format!("| row {i} | value {i} |\n"));
+    }
+    let mut scan = BlockScanner::default();
+    scan.advance(&text);
+    assert!(
+        scan.starts.is_empty(),
+        "a table was cut: {:?}",
+        &scan.starts[..scan.starts.len().min(3)]
+    );
+}
