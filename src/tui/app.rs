@@ -227,6 +227,12 @@ impl App {
 
     /// Submit what the user typed: a slash command or a prompt.
     pub fn submit(&mut self, text: String) {
+        // Test hook (debug builds only, and only with PAI_TEST_HOOKS=1): a panic
+        // inside the event loop, to prove the terminal is restored on panics.
+        #[cfg(debug_assertions)]
+        if text == "/__panic" && std::env::var_os("PAI_TEST_HOOKS").is_some() {
+            panic!("test panic requested with /__panic");
+        }
         let _ = self.modes.apply(Transition::Acknowledge);
         if text.trim_start().starts_with('/') {
             let commands = self.commands.clone();

@@ -4,3 +4,5 @@
 mod cli;
 mod local_llm;
 mod support;
+mod tmux;
+mod tui_e2e;

@@ -1,0 +1,206 @@
+//! The real `pai` TUI in tmux: type, see the answer and the toolbar, switch
+//! endpoint, cancel a slow stream, quit with the terminal restored, and find
+//! the session records matching the screen.
+
+use std::io::Write;
+use std::time::Duration;
+
+use polyglot::testkit::{MockResponse, MockServer, openai_text_events};
+
+use crate::support::*;
+use crate::tmux::{self, Tmux};
+
+const T: Duration = Duration::from_secs(60);
+
+fn pai_cmd(s: &Sandbox) -> String {
+    format!(
+        "cd {dir} && env -i PATH=\"$PATH\" HOME={dir} XDG_CONFIG_HOME={dir}/xdg-config XDG_DATA_HOME={dir}/xdg-data TERM=xterm-256color RUST_BACKTRACE=0 {bin}; echo PAI-EXIT=$?; sleep 30",
+        dir = s.path().display(),
+        bin = BIN
+    )
+}
+
+fn tmux_or_skip(test: &str) -> bool {
+    if tmux::available() {
+        return true;
+    }
+    let msg = format!("SKIPPED {test}: tmux is not installed (apt-get install tmux)");
+    if std::env::var("PAI_REQUIRE_LAB").as_deref() == Ok("1") {
+        panic!("{msg} (PAI_REQUIRE_LAB=1 forbids skipping)");
+    }
+    let _ = writeln!(std::io::stderr(), "{msg}");
+    false
+}
+
+/// A slow stream: 400 tokens, 50 ms apart.
+fn slow_events() -> MockResponse {
+    let words: Vec<String> = (1..=400).map(|i| format!("n{i} ")).collect();
+    let refs: Vec<&str> = words.iter().map(String::as_str).collect();
+    MockResponse::sse(&openai_text_events(&refs, None)).paced(Duration::from_millis(50))
+}
+
+fn turn_json(dir: &std::path::Path, n: u32) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join(format!("{n:04}-turn.json"))).unwrap()).unwrap()
+}
+
+/// Everything against loopback servers (always runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tui_chat_switch_cancel_quit_with_records() {
+    if !tmux_or_skip("tui_chat_switch_cancel_quit_with_records") {
+        return;
+    }
+    let quick = MockServer::start(vec![MockResponse::sse(&openai_text_events(
+        &["Hello", " from", " the", " **quick**", " server."],
+        Some((11, 5)),
+    ))])
+    .await
+    .unwrap();
+    let slow = MockServer::start(vec![slow_events()]).await.unwrap();
+    let s = Sandbox::new();
+    s.config(&format!(
+        "[defaults]\nendpoint = \"quick\"\nsmooth = false\n[endpoints.quick]\nbase_url = \"{}\"\nmodel = \"q-model\"\n[endpoints.slow]\nbase_url = \"{}\"\nmodel = \"s-model\"\n",
+        quick.base_url(),
+        slow.base_url()
+    ));
+    let cmd = pai_cmd(&s);
+    let dir = s.path().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let t = Tmux::start(&cmd, 100, 30).expect("tmux session");
+        t.wait_for("the welcome screen", T, |s| {
+            s.contains("pai — Polyglot AI") && s.contains("Idle")
+        });
+        assert_eq!(t.pane("alternate_on"), "1", "the TUI runs on the alternate screen");
+
+        t.type_text("Greet me");
+        t.key("Enter");
+        let screen = t.wait_for("the answer and its stats", T, |s| {
+            s.contains("Hello from the quick server.") && s.contains("Idle") && s.contains("tok/s")
+        });
+        assert!(screen.contains("● q-model · quick"), "{screen}");
+        assert!(
+            screen.contains("TTFT") && screen.contains("req 5 tok"),
+            "toolbar stats: {screen}"
+        );
+        assert!(!screen.contains("**quick**"), "markdown is rendered: {screen}");
+
+        t.type_text("/endpoint slow");
+        t.key("Enter");
+        t.wait_for("the endpoint switch", T, |s| s.contains("slow · s-model"));
+        t.type_text("Count slowly");
+        t.key("Enter");
+        t.wait_for("streaming", T, |s| s.contains("Streaming") && s.contains("n3 "));
+        t.key("Escape");
+        let screen = t.wait_for("the cancel", Duration::from_secs(10), |s| {
+            s.contains("cancelled") && s.contains("Idle")
+        });
+        assert!(screen.contains("● s-model · slow"), "{screen}");
+
+        t.type_text("/quit");
+        t.key("Enter");
+        // The shell's line shows on the normal screen: pai left the alternate
+        // screen and exited 0; mouse capture and the hidden cursor are undone.
+        let screen = t.wait_for_in("pai to exit", T, true, |s| s.contains("PAI-EXIT="));
+        assert!(screen.contains("PAI-EXIT=0"), "{screen}");
+        // The shell is still running: these flags are what pai left behind.
+        assert_eq!(t.pane("alternate_on"), "0", "the alternate screen was left");
+        assert_eq!(t.pane("mouse_any_flag"), "0", "mouse capture was released");
+        assert_eq!(t.pane("cursor_flag"), "1", "the cursor is visible again");
+    })
+    .await
+    .unwrap();
+
+    // The records tell the same story as the screen.
+    let sessions: Vec<_> = std::fs::read_dir(dir.join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let d = &sessions[0];
+    let first = turn_json(d, 1);
+    assert_eq!(
+        (first["endpoint"].as_str(), first["status"].as_str()),
+        (Some("quick"), Some("completed"))
+    );
+    assert_eq!(first["response"]["text"], "Hello from the **quick** server.");
+    let second = turn_json(d, 2);
+    assert_eq!(
+        (second["endpoint"].as_str(), second["status"].as_str()),
+        (Some("slow"), Some("cancelled"))
+    );
+    let partial = second["response"]["text"].as_str().unwrap();
+    assert!(
+        partial.starts_with("n1 n2 n3 ") && !partial.contains("n400"),
+        "{partial}"
+    );
+    // The second request carried the first exchange: one conversation across endpoints.
+    let msgs = second["request"]["messages"].as_array().unwrap();
+    assert!(
+        msgs.iter().any(|m| m["content"] == "Hello from the **quick** server."),
+        "{msgs:?}"
+    );
+    let html = std::fs::read_to_string(d.join("conversation.html")).unwrap();
+    assert!(html.contains("Greet me") && html.contains("Count slowly") && html.contains("badge cancelled"));
+}
+
+/// Chat with the REAL local LLM in the TUI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tui_chat_with_the_real_local_llm() {
+    if !tmux_or_skip("tui_chat_with_the_real_local_llm") {
+        return;
+    }
+    let Some(port) = lab_llm_port("tui_chat_with_the_real_local_llm") else {
+        return;
+    };
+    let s = Sandbox::new();
+    s.config(&endpoint_config("lab", port, "").replace("[defaults]\n", "[defaults]\nmax_tokens = 24\nsmooth = true\n"));
+    let cmd = pai_cmd(&s);
+    let dir = s.path().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let t = Tmux::start(&cmd, 100, 30).expect("tmux session");
+        t.wait_for("the welcome screen", T, |s| s.contains("pai — Polyglot AI"));
+        t.type_text("Say hi");
+        t.key("Enter");
+        let screen = t.wait_for("the answer", Duration::from_secs(240), |s| {
+            s.contains("● smollm2 · lab") && s.contains("Idle") && s.contains("tok/s")
+        });
+        assert!(screen.contains("TTFT"), "{screen}");
+        t.key("C-d");
+        let screen = t.wait_for_in("pai to exit on Ctrl-D", T, true, |s| s.contains("PAI-EXIT="));
+        assert!(screen.contains("PAI-EXIT=0"), "{screen}");
+        assert_eq!(t.pane("alternate_on"), "0");
+    })
+    .await
+    .unwrap();
+    let sessions: Vec<_> = std::fs::read_dir(dir.join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let t1 = turn_json(&sessions[0], 1);
+    assert_eq!(t1["status"], "completed");
+    assert!(!t1["response"]["text"].as_str().unwrap().trim().is_empty());
+    assert_eq!(t1["stats"]["usage_reported"], true);
+}
+
+/// A panic inside the event loop still gives the terminal back.
+#[test]
+fn a_panic_restores_the_terminal_and_reports() {
+    if !tmux_or_skip("a_panic_restores_the_terminal_and_reports") {
+        return;
+    }
+    let s = Sandbox::new();
+    s.config("[endpoints.x]\nbase_url = \"http://127.0.0.1:9/v1\"\n");
+    let cmd = pai_cmd(&s).replace("RUST_BACKTRACE=0", "RUST_BACKTRACE=0 PAI_TEST_HOOKS=1");
+    let t = Tmux::start(&cmd, 100, 30).expect("tmux session");
+    t.wait_for("the welcome screen", T, |s| s.contains("pai — Polyglot AI"));
+    t.type_text("/__panic");
+    t.key("Enter");
+    let screen = t.wait_for_in("pai to die", T, true, |s| s.contains("PAI-EXIT="));
+    assert!(screen.contains("PAI-EXIT=101"), "a panic exits 101: {screen}");
+    assert!(
+        screen.contains("test panic requested"),
+        "the panic message is readable: {screen}"
+    );
+    assert_eq!(t.pane("alternate_on"), "0", "the alternate screen was left");
+    assert_eq!(t.pane("mouse_any_flag"), "0", "mouse capture was released");
+    assert_eq!(t.pane("cursor_flag"), "1", "the cursor is visible again");
+}
