@@ -6,8 +6,11 @@
 //!    headless one-shot path in the same run;
 //! 3. idle CPU of the real `pai` binary sitting in tmux.
 //!
-//! `cargo bench --bench tui [-- TOKENS] [frames|stream|idle]` (default 200000,
-//! all three parts).
+//! 4. Markdown rendering: a 100 KB message whole, a token at its end, a token
+//!    in a growing 500-line code block, a resize, syntax highlighting's first use.
+//!
+//! `cargo bench --bench tui [-- TOKENS] [frames|stream|idle|markdown]`
+//! (default 200000 tokens, all parts).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -254,7 +257,7 @@ fn main() {
     let n: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(200_000);
     let parts: Vec<String> = std::env::args()
         .skip(1)
-        .filter(|a| ["frames", "stream", "idle"].contains(&a.as_str()))
+        .filter(|a| ["frames", "stream", "idle", "markdown"].contains(&a.as_str()))
         .collect();
     let want = |p: &str| parts.is_empty() || parts.iter().any(|x| x == p);
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -266,6 +269,9 @@ fn main() {
     }
     if want("stream") {
         stream(n, &rt);
+    }
+    if want("markdown") {
+        markdown();
     }
     if want("idle") {
         match idle_cpu() {
@@ -310,5 +316,86 @@ fn stream(n: usize, rt: &tokio::runtime::Runtime) {
     println!(
         "  TUI / headless CPU per token: {:.2}×",
         tui.1.as_secs_f64() / head.1.as_secs_f64()
+    );
+}
+
+fn markdown() {
+    use polyglot::tui::highlight::Highlighter;
+    use polyglot::tui::markdown::{StreamingMarkdown, render};
+    use polyglot::tui::theme::Theme;
+    let theme = Theme::default();
+    let hl = Highlighter::new();
+    let t = Instant::now();
+    hl.wait_ready();
+    println!("\nmarkdown (width 100)");
+    println!(
+        "  {:<52} {:>10.2} ms",
+        "syntax sets loaded (off the UI thread)",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    for lang in ["rust", "python"] {
+        let t = Instant::now();
+        let _ = hl.highlight_lines(lang, "fn main() { let x = \"s\"; // c\n}\n", theme.code_theme);
+        println!(
+            "  {:<52} {:>10.2} ms",
+            format!("first {lang} block (grammar compiled)"),
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    let mut text = String::new();
+    let mut i = 0;
+    while text.len() < 100_000 {
+        text.push_str(&answer(40, i));
+        text.push_str("\n\n");
+        i += 1;
+    }
+    for (label, h) in [
+        ("render 100 KB, no highlighting", None),
+        ("render 100 KB, highlighted", Some(&hl)),
+    ] {
+        let t = Instant::now();
+        let n = render(&text, 100, &theme, h).len();
+        println!(
+            "  {:<52} {:>10.2} ms ({n} lines)",
+            label,
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    let mut md = StreamingMarkdown::new();
+    let _ = md.lines(&text, 100, &theme, Some(&hl));
+    let per = |label: &str, d: Duration, n: u32| {
+        println!("  {:<52} {:>10.1} µs", label, d.as_secs_f64() * 1e6 / f64::from(n))
+    };
+    let t = Instant::now();
+    let _ = md.lines(&text, 100, &theme, Some(&hl));
+    per("same text asked again", t.elapsed(), 1);
+    text.push_str("A new paragraph streams in");
+    let t = Instant::now();
+    for i in 0..300 {
+        text.push_str(if i % 7 == 0 { " **word**" } else { " word" });
+        let _ = md.lines(&text, 100, &theme, Some(&hl));
+    }
+    per("a prose token at the end of 100 KB", t.elapsed(), 300);
+    text.push_str("\n\n```rust\n");
+    let code: String = (0..500)
+        .map(|i| format!("    let value_{i} = compute(\"{i}\", {i}) + other; // note\n"))
+        .collect();
+    let tokens: Vec<&str> = code.split_inclusive(' ').collect();
+    let t = Instant::now();
+    for tok in &tokens {
+        text.push_str(tok);
+        let _ = md.lines(&text, 100, &theme, Some(&hl));
+    }
+    per(
+        "a token in a growing 500-line code block (mean)",
+        t.elapsed(),
+        tokens.len() as u32,
+    );
+    let t = Instant::now();
+    let _ = md.lines(&text, 99, &theme, Some(&hl));
+    println!(
+        "  {:<52} {:>10.2} ms",
+        format!("resize ({} KB)", text.len() / 1024),
+        t.elapsed().as_secs_f64() * 1e3
     );
 }

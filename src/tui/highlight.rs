@@ -493,20 +493,4 @@ fn main() {
         let clone = h.clone();
         assert!(clone.ready());
     }
-
-    /// First use of a language compiles its regexes on the calling thread:
-    /// `cargo test --release --lib tui::highlight -- --ignored --nocapture`.
-    #[test]
-    #[ignore = "timing only"]
-    fn first_use_cost() {
-        let h = Highlighter::new();
-        let t = std::time::Instant::now();
-        h.wait_ready();
-        println!("load: {:?}", t.elapsed());
-        for lang in ["rust", "rust", "python", "python", "js", "sh"] {
-            let t = std::time::Instant::now();
-            let _ = h.highlight_lines(lang, "fn main() { let x = \"s\"; // c\n}\n", THEME);
-            println!("{lang}: {:?}", t.elapsed());
-        }
-    }
 }
