@@ -14,5 +14,6 @@ pub mod protocols;
 pub mod records;
 pub mod stats;
 pub mod testkit;
+pub mod tools;
 pub mod tui;
 pub mod util;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::util::suggest::closest;
 
-use super::raw::{DEFAULTS_KEYS, ENDPOINT_KEYS, TOP_KEYS};
+use super::raw::{CUSTOM_TOOL_KEYS, DEFAULTS_KEYS, ENDPOINT_KEYS, MCP_KEYS, TOOLS_KEYS, TOP_KEYS};
 
 /// A problem with the configuration; `Display` is one actionable line.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -46,7 +46,7 @@ fn table_at(src: &str, offset: usize) -> Option<String> {
 }
 
 /// Builds errors for one file.
-pub struct ErrorContext<'a> {
+pub(crate) struct ErrorContext<'a> {
     pub file: &'a Path,
     pub src: &'a str,
 }
@@ -73,6 +73,9 @@ impl ErrorContext<'_> {
                 None => ("at the top level".into(), TOP_KEYS),
                 Some("defaults") => ("in [defaults]".into(), DEFAULTS_KEYS),
                 Some(t) if t.starts_with("endpoints.") => (format!("in [{t}]"), ENDPOINT_KEYS),
+                Some("tools") => ("in [tools]".into(), TOOLS_KEYS),
+                Some(t) if t.starts_with("tools.custom.") => (format!("in [{t}]"), CUSTOM_TOOL_KEYS),
+                Some(t) if t.starts_with("mcp.") => (format!("in [{t}]"), MCP_KEYS),
                 Some(t) => (format!("in [{t}]"), &[][..]),
             };
             let hint = match closest(key, keys.iter().copied()) {

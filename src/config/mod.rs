@@ -7,6 +7,7 @@
 mod env;
 mod error;
 mod raw;
+mod tools;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -18,6 +19,7 @@ use error::ErrorContext;
 pub use error::{ConfigError, line_col};
 use raw::{RawConfig, RawEndpoint};
 use toml::Spanned;
+pub use tools::{CustomToolConfig, McpServerConfig, McpTransport, Policy, ToolsConfig};
 
 use crate::protocols::PROTOCOL_NAMES;
 use crate::util::suggest::closest;
@@ -55,6 +57,8 @@ pub struct Defaults {
     pub sessions_dir: PathBuf,
     /// Overrides the built-in HTML templates when set.
     pub templates_dir: Option<PathBuf>,
+    /// Most model requests one agent turn may make.
+    pub max_steps: u32,
 }
 
 /// `[endpoints.NAME]`, resolved.
@@ -103,6 +107,8 @@ pub struct Config {
     pub source: ConfigSource,
     pub defaults: Defaults,
     pub endpoints: BTreeMap<String, EndpointConfig>,
+    pub tools: ToolsConfig,
+    pub mcp: BTreeMap<String, McpServerConfig>,
 }
 
 impl Config {
@@ -277,6 +283,11 @@ pub fn parse(src: &str, source: ConfigSource, base_dir: &Path) -> Result<Config,
         Some(m) => Some(positive_u32(&cx, m, "max_tokens")?),
         None => None,
     };
+    let max_steps = match &d.max_steps {
+        Some(m) => positive_u32(&cx, m, "max_steps")?,
+        None => 12,
+    };
+    let (tools, mcp) = tools::resolve(&cx, &raw.tools, &raw.mcp)?;
     let resolve = |p: &str| {
         let p = expand_home(p);
         if p.is_absolute() { p } else { base_dir.join(p) }
@@ -292,12 +303,15 @@ pub fn parse(src: &str, source: ConfigSource, base_dir: &Path) -> Result<Config,
             smooth: d.smooth.unwrap_or(true),
             sessions_dir: resolve(d.sessions_dir.as_deref().unwrap_or("sessions")),
             templates_dir: d.templates_dir.as_deref().map(resolve),
+            max_steps,
         },
         endpoints,
+        tools,
+        mcp,
     })
 }
 
-fn expand_home(p: &str) -> PathBuf {
+pub(crate) fn expand_home(p: &str) -> PathBuf {
     match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
         _ => PathBuf::from(p),

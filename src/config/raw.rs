@@ -13,6 +13,52 @@ pub struct RawConfig {
     pub defaults: RawDefaults,
     #[serde(default)]
     pub endpoints: BTreeMap<String, Spanned<RawEndpoint>>,
+    #[serde(default)]
+    pub tools: RawTools,
+    #[serde(default)]
+    pub mcp: BTreeMap<String, Spanned<RawMcp>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTools {
+    pub builtin: Option<bool>,
+    pub workspace: Option<String>,
+    pub shell_timeout_s: Option<Spanned<f64>>,
+    pub output_limit_kb: Option<Spanned<i64>>,
+    #[serde(default)]
+    pub policy: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    pub custom: BTreeMap<String, Spanned<RawCustomTool>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCustomTool {
+    pub description: String,
+    pub command: Spanned<Vec<String>>,
+    pub parameters: Option<Spanned<toml::Value>>,
+    pub timeout_s: Option<Spanned<f64>>,
+    pub policy: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMcp {
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub url: Option<Spanned<String>>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    pub enabled: Option<bool>,
+    pub startup_timeout_s: Option<Spanned<f64>>,
+    pub call_timeout_s: Option<Spanned<f64>>,
+    pub policy: Option<Spanned<String>>,
+    #[serde(default)]
+    pub tools: BTreeMap<String, Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -26,6 +72,7 @@ pub struct RawDefaults {
     pub smooth: Option<bool>,
     pub sessions_dir: Option<String>,
     pub templates_dir: Option<String>,
+    pub max_steps: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -44,7 +91,7 @@ pub struct RawEndpoint {
 }
 
 /// Every key each table accepts, for "did you mean" hints.
-pub const TOP_KEYS: &[&str] = &["defaults", "endpoints"];
+pub const TOP_KEYS: &[&str] = &["defaults", "endpoints", "tools", "mcp"];
 pub const DEFAULTS_KEYS: &[&str] = &[
     "endpoint",
     "model",
@@ -54,6 +101,28 @@ pub const DEFAULTS_KEYS: &[&str] = &[
     "smooth",
     "sessions_dir",
     "templates_dir",
+    "max_steps",
+];
+pub const TOOLS_KEYS: &[&str] = &[
+    "builtin",
+    "workspace",
+    "shell_timeout_s",
+    "output_limit_kb",
+    "policy",
+    "custom",
+];
+pub const CUSTOM_TOOL_KEYS: &[&str] = &["description", "command", "parameters", "timeout_s", "policy"];
+pub const MCP_KEYS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "url",
+    "headers",
+    "enabled",
+    "startup_timeout_s",
+    "call_timeout_s",
+    "policy",
+    "tools",
 ];
 pub const ENDPOINT_KEYS: &[&str] = &[
     "protocol",
