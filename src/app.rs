@@ -175,7 +175,10 @@ fn tui_mode(config: &Config, secrets: &Secrets, common: &CommonArgs) -> i32 {
         params,
         sessions_dir: (!common.no_log).then(|| config.defaults.sessions_dir.clone()),
         templates,
-        history_file: data_dir.map(|d| d.join("prompt_history.jsonl")),
+        history_file: data_dir.as_ref().map(|d| d.join("prompt_history.jsonl")),
+        tool_env: None,
+        mcp: (!config.mcp.is_empty())
+            .then(|| Arc::new(crate::tools::mcp::McpHub::new(&config.mcp, secrets, data_dir.clone()))),
     };
     crate::tui::run(Arc::new(config.clone()), secrets.clone(), opts)
 }
@@ -227,6 +230,7 @@ fn prompt_mode(config: &Config, secrets: &Secrets, common: &CommonArgs, prompt: 
         json,
         sessions_dir: (!common.no_log).then(|| config.defaults.sessions_dir.clone()),
         templates,
+        agent: None,
     };
     let rt = match runtime() {
         Ok(r) => r,

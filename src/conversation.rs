@@ -146,6 +146,44 @@ pub struct TurnResponse {
     pub error: Option<String>,
 }
 
+/// How a tool call came to run (or not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approval {
+    /// Policy `auto`.
+    Auto,
+    /// The user approved this call.
+    Approved,
+    /// Approved earlier "for this session".
+    ApprovedForSession,
+    /// The user corrected the arguments, then it ran.
+    Edited,
+    /// The user said no (the reason went to the model).
+    Rejected,
+    /// Policy `deny`, or `ask` without anyone to ask.
+    Denied,
+}
+
+/// One tool call as it was handled: arguments, approval, result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolRun {
+    pub call_id: String,
+    /// Registry name (`read_file`, `server.tool`).
+    pub tool: String,
+    /// The arguments as run (after a correction).
+    pub arguments: serde_json::Value,
+    /// The model's original arguments when the user corrected them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_arguments: Option<serde_json::Value>,
+    pub approval: Approval,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What the model was sent back.
+    pub result: String,
+    pub is_error: bool,
+    pub duration_ms: u64,
+}
+
 /// One request/response exchange with one model, as recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Turn {
@@ -160,6 +198,9 @@ pub struct Turn {
     pub request: TurnRequest,
     pub response: TurnResponse,
     pub stats: RequestStats,
+    /// Tools this turn's calls ran (agent mode), with approvals and corrections.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_runs: Vec<ToolRun>,
 }
 
 impl Turn {

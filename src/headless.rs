@@ -12,6 +12,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Message, Params, TurnMode};
+use crate::orchestration::agent::{AgentEnd, AgentOutcome, AgentSetup, run_agent};
 use crate::orchestration::{OrchestratorEvent, TurnContext, TurnOutcome, TurnRef, chat, event_channel};
 use crate::protocols::{ProtocolAdapter, StreamEvent};
 use crate::records::{SessionRecorder, Templates};
@@ -21,6 +22,8 @@ use crate::util::sanitize::terminal_safe;
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_CANCELLED: i32 = 130;
+/// An agent run used up `max_steps` without answering.
+pub const EXIT_MAX_STEPS: i32 = 3;
 
 /// Everything one one-shot run needs, resolved from config and flags.
 pub struct OneShot {
@@ -33,6 +36,8 @@ pub struct OneShot {
     /// Where to record; `None` with `--no-log`.
     pub sessions_dir: Option<PathBuf>,
     pub templates: Arc<Templates>,
+    /// Agent mode: tools in a loop (`--agent`).
+    pub agent: Option<AgentSetup>,
 }
 
 /// Where output goes (real stdout/stderr, or buffers in tests and benchmarks).
@@ -56,8 +61,49 @@ struct Printer<'a, 'b> {
 
 impl Printer<'_, '_> {
     fn event(&mut self, ev: &OrchestratorEvent) {
-        let OrchestratorEvent::Stream { event, .. } = ev else {
-            return;
+        let event = match ev {
+            OrchestratorEvent::Stream { event, .. } => event,
+            OrchestratorEvent::TurnStarted { turn, .. } => {
+                // A later agent step starts on a new line.
+                let pending_newline = if self.buf.is_empty() {
+                    !self.ends_with_newline
+                } else {
+                    !self.buf.ends_with('\n')
+                };
+                if turn.turn_id > 1 && self.wrote_text && !self.json && pending_newline {
+                    self.buf.push('\n');
+                }
+                return;
+            }
+            OrchestratorEvent::ToolStarted { tool, arguments, .. } => {
+                if self.io.err_is_tty {
+                    self.end_reasoning();
+                    let args: String = arguments.to_string().chars().take(200).collect();
+                    self.err_buf.push_str(&format!(
+                        "\x1b[2m⚙ {} {}\x1b[0m\n",
+                        terminal_safe(tool),
+                        terminal_safe(&args)
+                    ));
+                }
+                return;
+            }
+            OrchestratorEvent::ToolFinished { run, .. } => {
+                if self.io.err_is_tty {
+                    let first: String = run.result.lines().next().unwrap_or("").chars().take(160).collect();
+                    let mark = if run.is_error { "✗" } else { "✓" };
+                    self.err_buf.push_str(&format!(
+                        "\x1b[2m  {mark} {} ({} ms) {}\x1b[0m\n",
+                        terminal_safe(&run.tool),
+                        run.duration_ms,
+                        terminal_safe(&first)
+                    ));
+                }
+                return;
+            }
+            OrchestratorEvent::TurnFinished { .. }
+            | OrchestratorEvent::ToolOutput { .. }
+            | OrchestratorEvent::ApprovalNeeded { .. }
+            | OrchestratorEvent::AgentFinished { .. } => return,
         };
         match event {
             StreamEvent::Text(t) if !self.json => {
@@ -114,6 +160,12 @@ impl Printer<'_, '_> {
     }
 }
 
+/// What the producer finished with.
+enum Ran {
+    Chat(Box<TurnOutcome>),
+    Agent(AgentOutcome),
+}
+
 /// Run one prompt to the end. Returns the process exit code.
 pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_>, cancel: CancellationToken) -> i32 {
     let mut messages = Vec::with_capacity(2);
@@ -126,7 +178,11 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
         endpoint: job.endpoint.clone(),
         model: job.model.clone(),
         participant: None,
-        mode: TurnMode::Chat,
+        mode: if job.agent.is_some() {
+            TurnMode::Agent
+        } else {
+            TurnMode::Chat
+        },
         adapter,
         messages,
         params: job.params.clone(),
@@ -136,10 +192,14 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
     let (tx, mut rx) = event_channel();
     let producer = {
         let cancel = cancel.clone();
+        let agent = job.agent.clone();
         async move {
-            let outcome = chat::run_turn(ctx, &tx, cancel).await;
+            let ran = match agent {
+                Some(setup) => Ran::Agent(run_agent(ctx, setup, &tx, cancel).await),
+                None => Ran::Chat(Box::new(chat::run_turn(ctx, &tx, cancel).await)),
+            };
             drop(tx);
-            outcome
+            ran
         }
     };
     let mut printer = Printer {
@@ -152,11 +212,28 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
         broken: false,
         in_reasoning: false,
     };
+    // Each finished request is recorded at once: a long agent run keeps its
+    // steps even if it is killed later.
+    let mut recorder = job
+        .sessions_dir
+        .as_ref()
+        .map(|d| SessionRecorder::new(d, job.templates.clone()));
+    let mut record_error = None;
+    let mut session_dir = None;
     let consumer = async {
         while let Some(ev) = rx.recv().await {
-            printer.event(&ev);
+            let mut handle = |ev: &OrchestratorEvent, printer: &mut Printer| {
+                printer.event(ev);
+                if let (OrchestratorEvent::TurnFinished { outcome, .. }, Some(rec)) = (ev, recorder.as_mut()) {
+                    match rec.record(outcome.turn()) {
+                        Ok(_) => session_dir = Some(rec.dir().to_path_buf()),
+                        Err(e) => record_error = Some(e.to_string()),
+                    }
+                }
+            };
+            handle(&ev, &mut printer);
             while let Ok(ev) = rx.try_recv() {
-                printer.event(&ev);
+                handle(&ev, &mut printer);
             }
             if !printer.flush() {
                 // stdout closed (e.g. piped into `head`): stop the request.
@@ -164,7 +241,7 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
             }
         }
     };
-    let (outcome, ()) = tokio::join!(producer, consumer);
+    let (ran, ()) = tokio::join!(producer, consumer);
     printer.end_reasoning();
     if printer.wrote_text && !printer.ends_with_newline && !printer.broken {
         printer.buf.push('\n');
@@ -172,39 +249,62 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
     printer.flush();
     let broken_pipe = printer.broken;
 
-    // Record before reporting, so the record exists whatever happens next.
-    let mut record_error = None;
-    let mut session_dir = None;
-    if let Some(dir) = &job.sessions_dir {
-        let mut rec = SessionRecorder::new(dir, job.templates.clone());
-        match rec.record(outcome.turn()) {
-            Ok(_) => session_dir = Some(rec.dir().to_path_buf()),
-            Err(e) => record_error = Some(e.to_string()),
-        }
-    }
-
+    // The answer's turn (for an agent: the last request) and how it ended.
+    let (last, end) = match &ran {
+        Ran::Chat(o) => (
+            Some(o.turn().clone()),
+            match o.as_ref() {
+                TurnOutcome::Completed(_) => AgentEnd::Answered,
+                TurnOutcome::Cancelled(_) => AgentEnd::Cancelled,
+                TurnOutcome::Failed { error, .. } => AgentEnd::Failed(error.to_string()),
+            },
+        ),
+        Ran::Agent(o) => (o.steps.last().cloned(), o.end.clone()),
+    };
     if job.json {
-        let t = outcome.turn();
-        let obj = json!({
-            "text": t.response.text,
-            "reasoning": t.response.reasoning,
-            "tool_calls": t.response.tool_calls,
-            "finish_reason": t.response.finish_reason,
-            "endpoint": t.endpoint,
-            "model": t.model,
-            "status": t.status,
-            "error": t.response.error,
-            "stats": t.stats,
-            "session_dir": session_dir,
-        });
+        let obj = match &last {
+            Some(t) => {
+                let mut obj = json!({
+                    "text": t.response.text,
+                    "reasoning": t.response.reasoning,
+                    "tool_calls": t.response.tool_calls,
+                    "finish_reason": t.response.finish_reason,
+                    "endpoint": t.endpoint,
+                    "model": t.model,
+                    "status": t.status,
+                    "error": t.response.error,
+                    "stats": t.stats,
+                    "session_dir": session_dir,
+                });
+                if let Ran::Agent(o) = &ran {
+                    let runs: Vec<_> = o.steps.iter().flat_map(|s| s.tool_runs.iter()).collect();
+                    obj["steps"] = json!(o.steps.len());
+                    obj["tool_runs"] = json!(runs);
+                    obj["end"] = json!(match &o.end {
+                        AgentEnd::Answered => "answered",
+                        AgentEnd::MaxSteps(_) => "max_steps",
+                        AgentEnd::Cancelled => "cancelled",
+                        AgentEnd::Failed(_) => "failed",
+                    });
+                }
+                obj
+            }
+            None => json!({"error": "no request was made", "session_dir": session_dir}),
+        };
         let _ = writeln!(io_out(&mut printer), "{obj}");
     }
 
-    let code = match &outcome {
-        TurnOutcome::Completed(_) if broken_pipe => EXIT_OK,
-        TurnOutcome::Completed(_) => EXIT_OK,
-        TurnOutcome::Cancelled(_) if broken_pipe => EXIT_OK,
-        TurnOutcome::Cancelled(_) => {
+    let code = match end {
+        _ if broken_pipe => EXIT_OK,
+        AgentEnd::Answered => EXIT_OK,
+        AgentEnd::MaxSteps(n) => {
+            let _ = writeln!(
+                printer.io.err,
+                "pai: the agent stopped after {n} requests (max_steps) before answering — ask again to continue, or raise max_steps in [defaults]"
+            );
+            EXIT_MAX_STEPS
+        }
+        AgentEnd::Cancelled => {
             let kept = match &session_dir {
                 Some(d) => format!("; the partial answer is kept in {}", d.display()),
                 None => String::new(),
@@ -212,7 +312,7 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
             let _ = writeln!(printer.io.err, "pai: cancelled{kept}");
             EXIT_CANCELLED
         }
-        TurnOutcome::Failed { error, .. } => {
+        AgentEnd::Failed(error) => {
             let _ = writeln!(printer.io.err, "pai: endpoint `{}`: {error}", job.endpoint);
             EXIT_FAILED
         }

@@ -18,6 +18,7 @@ fn job(dir: Option<PathBuf>, json: bool) -> OneShot {
         json,
         sessions_dir: dir,
         templates: Arc::new(Templates::builtin()),
+        agent: None,
     }
 }
 

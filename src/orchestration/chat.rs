@@ -13,8 +13,24 @@ use crate::protocols::{ChatRequest, ProtocolError, StreamEvent};
 use crate::stats::{StatsTracker, estimate_tokens};
 use crate::util::time::Utc;
 
-/// Run one request and report it.
+/// Run one request and report it (`TurnStarted` … `TurnFinished`).
 pub async fn run_turn(ctx: TurnContext, sink: &EventSink, cancel: CancellationToken) -> TurnOutcome {
+    let turn = ctx.turn;
+    let outcome = stream_turn(ctx, sink, cancel).await;
+    emit(
+        sink,
+        OrchestratorEvent::TurnFinished {
+            turn,
+            outcome: Box::new(outcome.clone()),
+        },
+    )
+    .await;
+    outcome
+}
+
+/// Run one request, reporting `TurnStarted` and the stream but not the end:
+/// the caller (the agent) adds to the record first.
+pub async fn stream_turn(ctx: TurnContext, sink: &EventSink, cancel: CancellationToken) -> TurnOutcome {
     let started_at = Utc::now().rfc3339();
     emit(
         sink,
@@ -112,22 +128,14 @@ pub async fn run_turn(ctx: TurnContext, sink: &EventSink, cancel: CancellationTo
         },
         response,
         stats: request_stats,
+        tool_runs: Vec::new(),
     };
-    let outcome = match (status, error) {
+    match (status, error) {
         (TurnStatus::Completed, _) => TurnOutcome::Completed(turn),
         (TurnStatus::Cancelled, _) => TurnOutcome::Cancelled(turn),
         (TurnStatus::Failed, Some(error)) => TurnOutcome::Failed { turn, error },
         (TurnStatus::Failed, None) => TurnOutcome::Completed(turn),
-    };
-    emit(
-        sink,
-        OrchestratorEvent::TurnFinished {
-            turn: ctx.turn,
-            outcome: Box::new(outcome.clone()),
-        },
-    )
-    .await;
-    outcome
+    }
 }
 
 #[cfg(test)]

@@ -4,13 +4,14 @@
 //! Owns the turn lifecycle and its outcome. It never draws, prints or writes
 //! files: front ends render events, records persist outcomes.
 
+pub mod agent;
 pub mod chat;
 
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use crate::conversation::{Message, Params, Turn, TurnMode};
+use crate::conversation::{Approval, Message, Params, ToolRun, Turn, TurnMode};
 use crate::protocols::{ProtocolAdapter, ProtocolError, StreamEvent};
 
 /// Identifies a turn and the lane it streams in (compare panes, arena seats).
@@ -36,6 +37,33 @@ pub enum OrchestratorEvent {
     TurnFinished {
         turn: TurnRef,
         outcome: Box<TurnOutcome>,
+    },
+    /// A tool call needs the user's decision (answered through the approver).
+    ApprovalNeeded {
+        turn: TurnRef,
+        request: agent::ApprovalRequest,
+    },
+    ToolStarted {
+        turn: TurnRef,
+        call_id: String,
+        tool: String,
+        arguments: serde_json::Value,
+        approval: Approval,
+    },
+    /// Live output of a running tool (e.g. shell lines).
+    ToolOutput {
+        turn: TurnRef,
+        call_id: String,
+        chunk: String,
+    },
+    ToolFinished {
+        turn: TurnRef,
+        run: Box<ToolRun>,
+    },
+    /// An agent run is over (after its last step's `TurnFinished`).
+    AgentFinished {
+        turn: TurnRef,
+        end: agent::AgentEnd,
     },
 }
 

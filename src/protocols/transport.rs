@@ -107,7 +107,7 @@ impl std::fmt::Debug for HttpEndpoint {
 }
 
 /// Expand `${VAR}` in a header value.
-fn expand_vars(value: &str, secrets: &Secrets) -> Result<String, String> {
+pub(crate) fn expand_vars(value: &str, secrets: &Secrets) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = value;
     while let Some(i) = rest.find("${") {

@@ -39,6 +39,7 @@ fn turn(id: u32, prompt: &str, answer: &str) -> Turn {
             finish_reason: Some("stop".into()),
             retries: 0,
         },
+        tool_runs: vec![],
     }
 }
 

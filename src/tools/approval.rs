@@ -16,6 +16,8 @@ pub enum Decision {
     Edit(serde_json::Value),
     /// Do not run; the reason goes back to the model.
     Reject(Option<String>),
+    /// Nobody can be asked (headless without `--yes`): not run, with this explanation.
+    Deny(String),
 }
 
 /// Tools approved "for this session".

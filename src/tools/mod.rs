@@ -7,6 +7,7 @@
 
 pub mod approval;
 pub mod error;
+pub mod mcp;
 pub mod registry;
 pub mod typed;
 pub mod workspace;
@@ -77,6 +78,12 @@ impl ToolContext {
 }
 
 pub type ToolFuture = BoxFuture<'static, Result<String, ToolError>>;
+
+/// A tool with its approval policy.
+pub type PolicedTool = (Arc<dyn Tool>, Policy);
+
+/// The tools of each running MCP server.
+pub type ServerTools = Vec<(String, Vec<PolicedTool>)>;
 
 /// One tool.
 pub trait Tool: Send + Sync {

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{Policy, Tool, ToolError, ToolSource};
+use super::{PolicedTool, Policy, Tool, ToolError, ToolSource};
 use crate::protocols::ToolSpec;
 use crate::util::suggest::closest;
 
@@ -63,7 +63,7 @@ impl ToolRegistry {
     }
 
     /// Add an MCP server's tools; names that collide become `server.tool`.
-    pub fn insert_server(&mut self, server: &str, tools: Vec<(Arc<dyn Tool>, Policy)>) {
+    pub fn insert_server(&mut self, server: &str, tools: Vec<PolicedTool>) {
         self.remove_server(server);
         for (tool, policy) in tools {
             let base = tool.spec().name.clone();

@@ -1,26 +1,39 @@
 //! The TUI's state and behaviour, free of I/O: it receives events (keys,
 //! orchestrator events, results of effects, clock ticks) and answers with
 //! [`Effect`]s that the runner carries out. Snapshot tests drive it directly.
+//! `turns` holds the life of a turn or agent run, `tools` the tool side.
+
+mod tools;
+mod turns;
+
+pub use tools::{AgentPlan, McpAction, ToolEnv};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use std::sync::Mutex;
+
 use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
+use super::approval::ApprovalUi;
 use super::commands::Registry;
 use super::highlight::Highlighter;
 use super::input::InputEditor;
-use super::mode::{Activity, ModeMachine, Transition, UiMode};
-use super::smoother::{SmootherConfig, StreamSmoother};
+use super::mode::{ModeMachine, Transition, UiMode};
+use super::smoother::StreamSmoother;
 use super::theme::Theme;
-use super::transcript::{Answer, AnswerState, EntryKind, NoticeLevel, Transcript};
+use super::transcript::{AnswerState, EntryKind, NoticeLevel, Transcript};
 use crate::config::{Config, Secrets};
-use crate::conversation::{Conversation, Message, Params, Turn, TurnMode};
-use crate::orchestration::{OrchestratorEvent, TurnContext, TurnOutcome, TurnRef};
-use crate::protocols::{ProtocolAdapter, StreamEvent, build_adapter};
+use crate::conversation::{Conversation, Params, Turn};
+use crate::orchestration::agent::AgentEnd;
+use crate::orchestration::{TurnContext, TurnOutcome, TurnRef};
+use crate::protocols::{ProtocolAdapter, build_adapter};
 use crate::stats::{RequestStats, SessionStats, StatsTracker};
+use crate::tools::approval::SessionApprovals;
+use crate::tools::mcp::McpStatus;
+use crate::tools::{Decision, ServerTools, ToolRegistry};
 
 /// How long a one-line message stays in the hint row.
 const FLASH_FOR: Duration = Duration::from_secs(6);
@@ -32,6 +45,15 @@ const QUIT_WINDOW: Duration = Duration::from_secs(2);
 pub enum Effect {
     /// Run one turn with the chat orchestrator.
     StartTurn(Box<TurnContext>, CancellationToken),
+    /// Run an agent turn (tools in a loop).
+    StartAgent(Box<TurnContext>, CancellationToken, Box<AgentPlan>),
+    /// The user's decision on a tool call.
+    Approve {
+        id: u64,
+        decision: Decision,
+    },
+    /// Start, stop or restart an MCP server.
+    Mcp(McpAction),
     /// Write a finished turn to the session records.
     Record(Box<Turn>),
     /// Start a new session folder (after /clear).
@@ -55,7 +77,6 @@ pub enum Effect {
 }
 
 /// Results of effects, coming back to the app.
-#[derive(Debug)]
 pub enum AppEvent {
     Models {
         endpoint: String,
@@ -65,10 +86,30 @@ pub enum AppEvent {
     Recorded(Result<PathBuf, String>),
     Copied(String),
     FileWritten(Result<PathBuf, String>),
+    /// MCP servers changed.
+    Mcp {
+        statuses: Vec<(String, McpStatus)>,
+        tools: ServerTools,
+    },
 }
 
-/// The turn in flight.
+impl std::fmt::Debug for AppEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AppEvent::Models { endpoint, result, .. } => {
+                write!(f, "Models({endpoint}, {:?})", result.as_ref().map(Vec::len))
+            }
+            AppEvent::Recorded(r) => write!(f, "Recorded({r:?})"),
+            AppEvent::Copied(s) => write!(f, "Copied({s})"),
+            AppEvent::FileWritten(r) => write!(f, "FileWritten({r:?})"),
+            AppEvent::Mcp { statuses, .. } => write!(f, "Mcp({statuses:?})"),
+        }
+    }
+}
+
+/// The turn (or agent run) in flight.
 struct LiveTurn {
+    /// The request streaming now (an agent run moves through several).
     turn: TurnRef,
     cancel: CancellationToken,
     stats: StatsTracker,
@@ -77,6 +118,9 @@ struct LiveTurn {
     finished: Option<Box<TurnOutcome>>,
     cancelling: bool,
     user_entry: usize,
+    agent: bool,
+    /// `AgentFinished` arrived while the last step was still draining.
+    agent_end: Option<AgentEnd>,
 }
 
 pub struct App {
@@ -112,6 +156,14 @@ pub struct App {
     pub commands: Arc<Registry>,
     pub overlay_state: super::overlay::OverlayState,
     pub should_quit: bool,
+    /// Tools: environment, the registry agent runs get, MCP state, approvals.
+    tool_env: Option<ToolEnv>,
+    pub registry: Arc<ToolRegistry>,
+    mcp_tools: ServerTools,
+    pub mcp_status: Vec<(String, McpStatus)>,
+    approvals: Arc<Mutex<SessionApprovals>>,
+    /// The tool call waiting for the user's decision.
+    pub approval: Option<ApprovalUi>,
 }
 
 /// What the app starts with.
@@ -160,6 +212,12 @@ impl App {
             commands: Arc::new(Registry::builtin()),
             overlay_state: Default::default(),
             should_quit: false,
+            tool_env: None,
+            registry: Arc::new(ToolRegistry::new()),
+            mcp_tools: Vec::new(),
+            mcp_status: Vec::new(),
+            approvals: Arc::new(Mutex::new(SessionApprovals::default())),
+            approval: None,
         }
     }
 
@@ -248,74 +306,6 @@ impl App {
         }
     }
 
-    /// Send a prompt in the current mode.
-    pub fn start_prompt(&mut self, prompt: String) -> Result<(), String> {
-        if !self.modes.can_submit() {
-            return Err(match self.modes.activity() {
-                Activity::Paused => "paused — /resume first".into(),
-                _ => "an answer is still streaming — wait, or press Esc to cancel it".into(),
-            });
-        }
-        match self.modes.mode() {
-            UiMode::Chat => self.start_chat_turn(prompt),
-            m @ (UiMode::Agent | UiMode::Arena | UiMode::Compare) => Err(format!(
-                "{} mode cannot take prompts in this build — /mode chat",
-                m.label()
-            )),
-        }
-    }
-
-    fn start_chat_turn(&mut self, prompt: String) -> Result<(), String> {
-        let adapter = self.adapter(&self.endpoint.clone())?;
-        self.modes.apply(Transition::TurnStarted).map_err(|r| r.0.to_string())?;
-        self.last_prompt = Some(prompt.clone());
-        self.conversation.push(Message::user(prompt.clone()));
-        let user_entry = self.transcript.push(EntryKind::User {
-            text: prompt,
-            failed: false,
-        });
-        let turn = TurnRef {
-            turn_id: self.next_turn,
-            lane: 0,
-        };
-        self.next_turn += 1;
-        let label = format!("{} · {}", self.model, self.endpoint);
-        self.transcript
-            .push(EntryKind::Assistant(Box::new(Answer::new(turn, label))));
-        self.transcript.scroll_bottom();
-        let messages = self.conversation.request_messages();
-        let input_estimate = messages
-            .iter()
-            .map(|m| crate::stats::estimate_tokens(&m.content) + 4)
-            .sum();
-        let cancel = CancellationToken::new();
-        let now = Instant::now();
-        self.live = Some(LiveTurn {
-            turn,
-            cancel: cancel.clone(),
-            stats: StatsTracker::start(input_estimate),
-            smoother: self
-                .smooth
-                .then(|| StreamSmoother::new(SmootherConfig::default(), now.into_std())),
-            finished: None,
-            cancelling: false,
-            user_entry,
-        });
-        let ctx = TurnContext {
-            turn,
-            endpoint: self.endpoint.clone(),
-            model: self.model.clone(),
-            participant: None,
-            mode: TurnMode::Chat,
-            adapter,
-            messages,
-            params: self.params.clone(),
-            tools: Vec::new(),
-        };
-        self.effects.push(Effect::StartTurn(Box::new(ctx), cancel));
-        Ok(())
-    }
-
     /// Re-send the last prompt (after an error, or to another model).
     pub fn retry(&mut self) -> Result<(), String> {
         if self.is_busy() {
@@ -351,6 +341,7 @@ impl App {
         live.cancelling = true;
         live.cancel.cancel();
         let turn = live.turn;
+        self.approval = None;
         let shown = live
             .smoother
             .as_mut()
@@ -390,82 +381,6 @@ impl App {
         self.effects.push(Effect::Quit);
     }
 
-    /// An event from an orchestrator.
-    pub fn on_orchestrator(&mut self, ev: OrchestratorEvent) {
-        let now = Instant::now();
-        match ev {
-            OrchestratorEvent::TurnStarted { .. } => {}
-            OrchestratorEvent::Stream { turn, event } => self.on_stream(turn, event, now),
-            OrchestratorEvent::TurnFinished { turn, outcome } => {
-                let Some(live) = self.live.as_mut().filter(|l| l.turn == turn) else {
-                    return;
-                };
-                let drain = matches!(*outcome, TurnOutcome::Completed(_))
-                    && live.smoother.as_ref().is_some_and(|s| s.buffered_chars() > 0);
-                live.finished = Some(outcome);
-                if drain {
-                    if let Some(s) = live.smoother.as_mut() {
-                        s.finish(now.into_std());
-                    }
-                } else {
-                    self.finalize();
-                }
-            }
-        }
-    }
-
-    fn on_stream(&mut self, turn: TurnRef, event: StreamEvent, now: Instant) {
-        let Some(live) = self.live.as_mut().filter(|l| l.turn == turn) else {
-            return;
-        };
-        if live.cancelling {
-            return; // what arrives after a cancel is not shown
-        }
-        let first = !live.stats.has_output() && event.is_output();
-        match &event {
-            StreamEvent::Text(t) => {
-                live.stats.on_output(t);
-                match live.smoother.as_mut() {
-                    Some(s) => s.push(t, now.into_std()),
-                    None => {
-                        if let Some(a) = self.transcript.answer_mut(turn) {
-                            a.text.push_str(t);
-                        }
-                    }
-                }
-            }
-            StreamEvent::Reasoning(r) => {
-                live.stats.on_output(r);
-                if let Some(a) = self.transcript.answer_mut(turn) {
-                    a.reasoning.push_str(r);
-                }
-            }
-            StreamEvent::ToolCallStart { .. } => live.stats.on_output(""),
-            StreamEvent::ToolCallDelta { arguments, .. } => live.stats.on_output(arguments),
-            StreamEvent::ToolCall(tc) => {
-                if let Some(a) = self.transcript.answer_mut(turn) {
-                    a.tool_calls.push(tc.clone());
-                }
-            }
-            StreamEvent::Usage(u) => live.stats.on_usage(*u),
-            StreamEvent::Finished(reason) => live.stats.on_finish(reason),
-            StreamEvent::Retrying { attempt, delay, reason } => {
-                live.stats.on_retry();
-                if let Some(a) = self.transcript.answer_mut(turn) {
-                    a.retry_note = Some(format!("{reason} — retry {attempt} in {:.1}s", delay.as_secs_f64()));
-                }
-            }
-        }
-        if first {
-            let _ = self.modes.apply(Transition::FirstOutput);
-            if let Some(a) = self.transcript.answer_mut(turn) {
-                a.state = AnswerState::Streaming;
-                a.retry_note = None;
-            }
-        }
-        self.transcript.touch_answer(turn);
-    }
-
     /// When the app next needs a tick (smoother output, flash expiry).
     pub fn next_wake(&self) -> Option<Instant> {
         let now = Instant::now();
@@ -478,102 +393,6 @@ impl App {
         let flash = self.flash.as_ref().map(|(_, _, t)| *t + FLASH_FOR);
         let quit = self.quit_armed.map(|t| t + QUIT_WINDOW);
         [smoother, flash, quit].into_iter().flatten().min()
-    }
-
-    /// Clock tick: release smoothed text, expire messages.
-    pub fn on_tick(&mut self) {
-        let now = Instant::now();
-        if self
-            .flash
-            .as_ref()
-            .is_some_and(|(_, _, t)| now.duration_since(*t) >= FLASH_FOR)
-        {
-            self.flash = None;
-        }
-        if self.quit_armed.is_some_and(|t| now.duration_since(t) >= QUIT_WINDOW) {
-            self.quit_armed = None;
-        }
-        let Some(live) = self.live.as_mut() else { return };
-        let Some(s) = live.smoother.as_mut() else { return };
-        let out = s.take(now.into_std());
-        let drained = live.finished.is_some() && s.buffered_chars() == 0;
-        let turn = live.turn;
-        if !out.is_empty() {
-            if let Some(a) = self.transcript.answer_mut(turn) {
-                a.text.push_str(&out);
-            }
-            self.transcript.touch_answer(turn);
-        }
-        if drained {
-            self.finalize();
-        }
-    }
-
-    /// The turn is over: settle the transcript, the conversation and the records.
-    fn finalize(&mut self) {
-        let Some(mut live) = self.live.take() else { return };
-        let Some(outcome) = live.finished.take() else {
-            self.live = Some(live);
-            return;
-        };
-        let (status_failed, cancelled) = match outcome.as_ref() {
-            TurnOutcome::Completed(_) => (false, false),
-            TurnOutcome::Cancelled(_) => (false, true),
-            TurnOutcome::Failed { .. } => (true, false),
-        };
-        let error = outcome.error().map(ToString::to_string);
-        let turn = outcome.into_turn();
-        let answered = !turn.response.text.is_empty() || !turn.response.tool_calls.is_empty();
-        if let Some(a) = self.transcript.answer_mut(live.turn) {
-            a.text = turn.response.text.clone();
-            a.reasoning = turn.response.reasoning.clone();
-            a.tool_calls = turn.response.tool_calls.clone();
-            a.stats = Some(turn.stats.clone());
-            a.retry_note = None;
-            a.state = match (&error, cancelled) {
-                (Some(e), _) => AnswerState::Failed(e.clone()),
-                (None, true) => AnswerState::Cancelled,
-                (None, false) => AnswerState::Done,
-            };
-        }
-        self.transcript.touch_answer(live.turn);
-        if answered {
-            self.conversation.push(turn.assistant_message());
-        } else {
-            // Nothing came back: the prompt leaves the context (the transcript
-            // keeps it, and /retry sends it again).
-            if self
-                .conversation
-                .messages
-                .last()
-                .is_some_and(|m| m.role == crate::conversation::Role::User)
-            {
-                self.conversation.messages.pop();
-            }
-            if status_failed {
-                self.transcript.set_user_failed(live.user_entry, true);
-            }
-        }
-        // A request that never reached the model (refused, cancelled before
-        // any output) spent no tokens.
-        if answered || turn.stats.usage_reported {
-            self.conversation.session_tokens += turn.stats.input_tokens + turn.stats.output_tokens;
-        }
-        self.session.record(&turn.stats, status_failed, cancelled);
-        self.last_stats = Some(turn.stats.clone());
-        let _ = self.modes.apply(Transition::TurnEnded { failed: status_failed });
-        // For /export keep only what this turn added (the record gets it all):
-        // each request repeats the whole conversation, and keeping every copy
-        // would grow memory with the square of the session's length.
-        let mut slim = turn.clone();
-        let msgs = &slim.request.messages;
-        let start = msgs
-            .iter()
-            .rposition(|m| m.role == crate::conversation::Role::Assistant)
-            .map_or(0, |i| i + 1);
-        slim.request.messages = msgs[start..].to_vec();
-        self.turns.push(slim);
-        self.effects.push(Effect::Record(Box::new(turn)));
     }
 
     /// Results of effects.
@@ -604,6 +423,7 @@ impl App {
             AppEvent::Copied(summary) => self.flash(summary, NoticeLevel::Info),
             AppEvent::FileWritten(Ok(p)) => self.flash(format!("wrote {}", p.display()), NoticeLevel::Info),
             AppEvent::FileWritten(Err(e)) => self.flash(e, NoticeLevel::Error),
+            AppEvent::Mcp { statuses, tools } => self.set_mcp(statuses, tools),
         }
     }
 

@@ -7,6 +7,7 @@
 //! streamed text; `clipboard` gets text out of a full-screen app.
 
 pub mod app;
+pub mod approval;
 pub mod clipboard;
 pub mod commands;
 pub mod highlight;

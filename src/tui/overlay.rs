@@ -105,13 +105,7 @@ pub fn on_key(app: &mut App, key: KeyEvent) {
             _ => {}
         },
         Overlay::Picker(_) => picker_key(app, key),
-        Overlay::ToolApproval => {
-            // The agent issue gives this overlay its keys; until then it can only be dismissed
-            // by the turn ending.
-            if key.code == KeyCode::Esc {
-                app.cancel();
-            }
-        }
+        Overlay::ToolApproval => super::approval::on_key(app, key),
     }
 }
 
@@ -195,7 +189,7 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
         match o {
             Overlay::Help => draw_help(app, frame, area),
             Overlay::Picker(_) => draw_picker(app, frame, area),
-            Overlay::ToolApproval => {}
+            Overlay::ToolApproval => super::approval::draw(app, frame, area),
         }
     }
 }

@@ -20,15 +20,18 @@ use ratatui::crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, d
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tokio::time::Instant;
 
-use super::app::{App, AppEvent, AppInit, Effect};
+use super::app::{App, AppEvent, AppInit, Effect, McpAction, ToolEnv};
 use super::clipboard;
 use super::highlight::Highlighter;
 use super::view;
 use crate::config::{Config, Secrets};
 use crate::conversation::Params;
-use crate::orchestration::{EventSink, chat, event_channel};
+use crate::orchestration::agent::{AgentSetup, ApprovalRequest, Approver, run_agent};
+use crate::orchestration::{EventSink, TurnRef, chat, event_channel};
 use crate::records::writer::RecordWriter;
 use crate::records::{Templates, write_atomic};
+use crate::tools::Decision;
+use crate::tools::mcp::McpHub;
 
 /// Frames are at most this often (~60 per second).
 const FRAME: Duration = Duration::from_millis(16);
@@ -45,6 +48,53 @@ pub struct TuiOptions {
     pub templates: Arc<Templates>,
     /// Prompt history file.
     pub history_file: Option<PathBuf>,
+    /// Tools for agent mode (`None`: no workspace).
+    pub tool_env: Option<ToolEnv>,
+    /// Configured MCP servers (started in the background).
+    pub mcp: Option<Arc<McpHub>>,
+}
+
+/// Approvals waiting for the user, by request id. A decision may arrive
+/// before the agent starts waiting; it is kept until then.
+#[derive(Clone, Default)]
+pub struct PendingApprovals {
+    map: Arc<std::sync::Mutex<std::collections::HashMap<u64, Pending>>>,
+}
+
+enum Pending {
+    Waiting(tokio::sync::oneshot::Sender<Decision>),
+    Decided(Decision),
+}
+
+impl PendingApprovals {
+    /// The user decided on request `id`.
+    pub fn resolve(&self, id: u64, decision: Decision) {
+        let mut map = self.map.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match map.remove(&id) {
+            Some(Pending::Waiting(tx)) => {
+                let _ = tx.send(decision);
+            }
+            Some(Pending::Decided(_)) | None => {
+                map.insert(id, Pending::Decided(decision));
+            }
+        }
+    }
+}
+
+impl Approver for PendingApprovals {
+    fn decide(&self, _turn: TurnRef, request: ApprovalRequest) -> futures::future::BoxFuture<'static, Decision> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        {
+            let mut map = self.map.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match map.remove(&request.id) {
+                Some(Pending::Decided(d)) => return Box::pin(async move { d }),
+                Some(Pending::Waiting(_)) | None => {
+                    map.insert(request.id, Pending::Waiting(tx));
+                }
+            }
+        }
+        Box::pin(async move { rx.await.unwrap_or(Decision::Reject(Some("pai is closing".into()))) })
+    }
 }
 
 /// Messages to the runner from its helpers.
@@ -154,7 +204,8 @@ fn save_history(path: Option<&PathBuf>, history: &[String]) {
 }
 
 async fn run_async(config: Arc<Config>, secrets: Secrets, opts: TuiOptions) -> Result<(), String> {
-    let (inbox_tx, inbox) = unbounded_channel::<Inbox>();
+    let channels = Channels::new().with_mcp(opts.mcp.clone());
+    let inbox_tx = channels.inbox_tx.clone();
     let writer = opts.sessions_dir.as_ref().map(|dir| {
         let tx = inbox_tx.clone();
         RecordWriter::spawn(dir, opts.templates.clone(), move |r| {
@@ -171,6 +222,9 @@ async fn run_async(config: Arc<Config>, secrets: Secrets, opts: TuiOptions) -> R
         history: load_history(opts.history_file.as_ref()),
         highlighter: Some(Highlighter::new()),
     });
+    if let Some(env) = opts.tool_env.clone() {
+        app.set_tool_env(env);
+    }
     let mut guard = TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let shutdown = Box::pin(async {
         let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
@@ -189,7 +243,7 @@ async fn run_async(config: Arc<Config>, secrets: Secrets, opts: TuiOptions) -> R
         &mut app,
         &mut guard.terminal,
         EventStream::new(),
-        Channels { inbox_tx, inbox },
+        channels,
         writer.as_ref(),
         LoopOptions {
             exit_when_idle: false,
@@ -198,22 +252,42 @@ async fn run_async(config: Arc<Config>, secrets: Secrets, opts: TuiOptions) -> R
     )
     .await;
     drop(guard);
+    if let Some(hub) = &opts.mcp {
+        let _ = tokio::time::timeout(Duration::from_secs(3), hub.stop_all()).await;
+    }
     save_history(opts.history_file.as_ref(), app.input.history());
     // Dropping the writer waits for queued records.
     drop(writer);
     result
 }
 
-/// The runner's own message channel.
+/// The runner's own message channel, approvals and MCP servers.
 pub struct Channels {
     inbox_tx: UnboundedSender<Inbox>,
     inbox: tokio::sync::mpsc::UnboundedReceiver<Inbox>,
+    approvals: PendingApprovals,
+    mcp: Option<Arc<McpHub>>,
 }
 
 impl Channels {
     pub fn new() -> Self {
         let (inbox_tx, inbox) = unbounded_channel();
-        Channels { inbox_tx, inbox }
+        Channels {
+            inbox_tx,
+            inbox,
+            approvals: PendingApprovals::default(),
+            mcp: None,
+        }
+    }
+
+    pub fn with_mcp(mut self, hub: Option<Arc<McpHub>>) -> Self {
+        self.mcp = hub;
+        self
+    }
+
+    /// Answer approvals from outside (tests drive the TUI this way).
+    pub fn approvals(&self) -> PendingApprovals {
+        self.approvals.clone()
     }
 }
 
@@ -247,15 +321,54 @@ where
     B: Backend + Write,
     E: futures::Stream<Item = std::io::Result<Event>> + Unpin,
 {
-    let Channels { inbox_tx, mut inbox } = channels;
+    let Channels {
+        inbox_tx,
+        mut inbox,
+        approvals,
+        mcp,
+    } = channels;
     let (sink, mut source) = event_channel();
+    if let Some(hub) = mcp.clone().filter(|h| !h.is_empty()) {
+        // Servers start in the background; the UI never waits for them.
+        app.set_mcp(
+            hub.statuses()
+                .into_iter()
+                .map(|(n, s)| {
+                    (
+                        n,
+                        if matches!(s, crate::tools::mcp::McpStatus::Stopped) {
+                            crate::tools::mcp::McpStatus::Starting
+                        } else {
+                            s
+                        },
+                    )
+                })
+                .collect(),
+            Vec::new(),
+        );
+        let tx = inbox_tx.clone();
+        tokio::spawn(async move {
+            hub.start_enabled().await;
+            let tools = hub.tools().await;
+            let _ = tx.send(Inbox::App(AppEvent::Mcp {
+                statuses: hub.statuses(),
+                tools,
+            }));
+        });
+    }
+    let runner = Runner {
+        sink: sink.clone(),
+        inbox: inbox_tx.clone(),
+        approvals,
+        mcp,
+    };
     let mut dirty = true;
     let mut last_draw = Instant::now() - FRAME;
     loop {
         // Effects first: some are queued before the loop starts (a prompt
         // submitted at start-up), the rest by the events handled below.
         for effect in app.take_effects() {
-            run_effect(effect, app, &sink, &inbox_tx, writer, terminal);
+            run_effect(effect, app, &runner, writer, terminal);
         }
         if app.should_quit {
             return Ok(());
@@ -305,15 +418,62 @@ where
     }
 }
 
+/// What effects need from the loop.
+struct Runner {
+    sink: EventSink,
+    inbox: UnboundedSender<Inbox>,
+    approvals: PendingApprovals,
+    mcp: Option<Arc<McpHub>>,
+}
+
 fn run_effect<B: Backend + Write>(
     effect: Effect,
     app: &mut App,
-    sink: &EventSink,
-    inbox: &UnboundedSender<Inbox>,
+    runner: &Runner,
     writer: Option<&RecordWriter>,
     terminal: &mut Terminal<B>,
 ) {
+    let (sink, inbox) = (&runner.sink, &runner.inbox);
     match effect {
+        Effect::StartAgent(ctx, cancel, plan) => {
+            let sink = sink.clone();
+            let setup = AgentSetup {
+                registry: plan.registry,
+                workspace: plan.workspace,
+                approver: Arc::new(runner.approvals.clone()),
+                approvals: plan.approvals,
+                max_steps: plan.max_steps,
+                tool_timeout: plan.tool_timeout,
+                output_limit: plan.output_limit,
+                only_server: plan.only_server,
+            };
+            tokio::spawn(async move {
+                run_agent(*ctx, setup, &sink, cancel).await;
+            });
+        }
+        Effect::Approve { id, decision } => runner.approvals.resolve(id, decision),
+        Effect::Mcp(action) => {
+            let Some(hub) = runner.mcp.clone() else { return };
+            let inbox = inbox.clone();
+            tokio::spawn(async move {
+                let name = match &action {
+                    McpAction::Enable(n) | McpAction::Disable(n) | McpAction::Restart(n) => n.clone(),
+                };
+                if let Some(server) = hub.get(&name) {
+                    match action {
+                        McpAction::Enable(_) | McpAction::Restart(_) => {
+                            server.start().await;
+                        }
+                        McpAction::Disable(_) => server.stop().await,
+                    }
+                }
+                let tools = hub.tools().await;
+                let _ = inbox.send(Inbox::App(AppEvent::Mcp {
+                    statuses: hub.statuses(),
+                    tools,
+                }));
+            });
+        }
         Effect::StartTurn(ctx, cancel) => {
             let sink = sink.clone();
             tokio::spawn(async move {

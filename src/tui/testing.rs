@@ -76,3 +76,108 @@ pub async fn play(app: &mut App, prompt: &str, script: Vec<Scripted>, limit: Opt
     }
     rest
 }
+
+/// A tool for TUI tests: `weather {city}` answers "21C in CITY" and records calls.
+pub struct FakeWeather {
+    spec: crate::protocols::ToolSpec,
+    pub calls: Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+}
+
+impl FakeWeather {
+    pub fn new() -> Arc<Self> {
+        Arc::new(FakeWeather {
+            spec: crate::protocols::ToolSpec {
+                name: "weather".into(),
+                description: "Current weather for a city".into(),
+                parameters: serde_json::json!({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}),
+            },
+            calls: Arc::new(std::sync::Mutex::new(Vec::new())),
+        })
+    }
+}
+
+impl crate::tools::Tool for FakeWeather {
+    fn spec(&self) -> &crate::protocols::ToolSpec {
+        &self.spec
+    }
+    fn source(&self) -> crate::tools::ToolSource {
+        crate::tools::ToolSource::Builtin
+    }
+    fn call(&self, args: serde_json::Value, ctx: crate::tools::ToolContext) -> crate::tools::ToolFuture {
+        self.calls.lock().expect("calls").push(args.clone());
+        Box::pin(async move {
+            ctx.report("looking it up…");
+            let city = args.get("city").and_then(|c| c.as_str()).unwrap_or("?").to_string();
+            Ok(format!("21C in {city}"))
+        })
+    }
+}
+
+/// Give the app a tool environment with `tools` in a temporary workspace.
+pub fn with_tools(app: &mut App, dir: &Path, tools: Vec<(Arc<dyn crate::tools::Tool>, crate::tools::Policy)>) {
+    app.set_tool_env(super::app::ToolEnv {
+        workspace: Arc::new(crate::tools::Workspace::new(dir).expect("workspace")),
+        base: tools,
+        overrides: Default::default(),
+        max_steps: 6,
+        tool_timeout: std::time::Duration::from_secs(30),
+        output_limit: 10_000,
+    });
+}
+
+/// Play an agent run: `scripts` are the model's answers per request; each
+/// time the approval overlay opens, the next list of `keys` is typed into it
+/// (and a frame is drawn into `shots` first, for snapshots).
+pub async fn play_agent(
+    app: &mut App,
+    prompt: &str,
+    scripts: Vec<Vec<Scripted>>,
+    mut keys: Vec<Vec<ratatui::crossterm::event::Event>>,
+    shots: &mut Vec<String>,
+) {
+    let ep = app.endpoint.clone();
+    app.set_adapter(&ep, ScriptedAdapter::new(scripts));
+    app.submit(prompt.to_string());
+    let approvals = super::run::PendingApprovals::default();
+    let mut task = None;
+    let (tx, mut rx) = event_channel();
+    for e in app.take_effects() {
+        if let Effect::StartAgent(ctx, cancel, plan) = e {
+            let setup = crate::orchestration::agent::AgentSetup {
+                registry: plan.registry,
+                workspace: plan.workspace,
+                approver: Arc::new(approvals.clone()),
+                approvals: plan.approvals,
+                max_steps: plan.max_steps,
+                tool_timeout: plan.tool_timeout,
+                output_limit: plan.output_limit,
+                only_server: plan.only_server,
+            };
+            let tx = tx.clone();
+            task = Some(tokio::spawn(async move {
+                crate::orchestration::agent::run_agent(*ctx, setup, &tx, cancel).await
+            }));
+        }
+    }
+    drop(tx);
+    while let Some(ev) = rx.recv().await {
+        app.on_orchestrator(ev);
+        if app.approval.is_some() {
+            shots.push(frame(app, 90, 26).backend().to_string());
+            let ks = if keys.is_empty() { vec![] } else { keys.remove(0) };
+            for k in ks {
+                app.on_terminal(k);
+            }
+        }
+        for e in app.take_effects() {
+            match e {
+                Effect::Approve { id, decision } => approvals.resolve(id, decision),
+                Effect::Record(_) => {}
+                other => panic!("unexpected effect during an agent run: {other:?}"),
+            }
+        }
+    }
+    if let Some(t) = task {
+        let _ = t.await;
+    }
+}

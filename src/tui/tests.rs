@@ -326,3 +326,150 @@ async fn prompts_submitted_while_busy_are_not_lost() {
         1
     );
 }
+
+mod agent {
+    use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+
+    use super::super::testing::{FakeWeather, frame, play_agent, test_app, with_tools};
+    use crate::conversation::{Approval, Role, ToolCall};
+    use crate::protocols::StreamEvent;
+    use crate::testkit::{Scripted, ScriptedAdapter};
+    use crate::tools::Policy;
+    use crate::tui::mode::{Activity, UiMode};
+
+    fn key(c: char) -> Event {
+        Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+    }
+
+    fn call(id: &str, args: &str) -> Vec<Scripted> {
+        vec![
+            Scripted::Event(StreamEvent::Text("Let me check.".into())),
+            Scripted::Event(StreamEvent::ToolCall(ToolCall {
+                id: id.into(),
+                name: "weather".into(),
+                arguments: args.into(),
+            })),
+            Scripted::Event(StreamEvent::Finished("tool_calls".into())),
+        ]
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn approval_overlay_then_tool_block_then_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut app = test_app();
+        let tool = FakeWeather::new();
+        with_tools(&mut app, dir.path(), vec![(tool.clone(), Policy::Ask)]);
+        app.submit("/agent on".into());
+        assert_eq!(app.modes.mode(), UiMode::Agent);
+        let mut shots = Vec::new();
+        play_agent(
+            &mut app,
+            "weather in Paris?",
+            vec![
+                call("c1", r#"{"city":"Paris"}"#),
+                ScriptedAdapter::text_script(&["It is **21C** in Paris."]),
+            ],
+            vec![vec![key('y')]],
+            &mut shots,
+        )
+        .await;
+        assert_eq!(shots.len(), 1);
+        insta::assert_snapshot!("agent_approval_overlay", shots[0]);
+        assert_eq!(app.modes.activity(), Activity::Idle);
+        assert_eq!(*tool.calls.lock().unwrap(), vec![serde_json::json!({"city": "Paris"})]);
+        // The conversation holds exactly what the agent sent: call, result, answer.
+        let roles: Vec<Role> = app.conversation.messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::Assistant]);
+        assert_eq!(app.conversation.messages[2].content, "21C in Paris");
+        // Both requests are recorded; the first carries the approved tool run.
+        assert_eq!(app.turns.len(), 2);
+        assert_eq!(app.turns[0].tool_runs[0].approval, Approval::Approved);
+        insta::assert_snapshot!("agent_transcript", frame(&mut app, 80, 22).backend());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_edit_is_a_logged_correction_and_a_rejection_reason_reaches_the_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut app = test_app();
+        let tool = FakeWeather::new();
+        with_tools(&mut app, dir.path(), vec![(tool.clone(), Policy::Ask)]);
+        app.submit("/agent on".into());
+        // First call: edit the arguments. Second: reject with a reason.
+        let mut edit: Vec<Event> = vec![key('e')];
+        // Select all and replace the JSON in the editor.
+        edit.push(Event::Key(KeyEvent::new(KeyCode::Char('a'), KeyModifiers::CONTROL)));
+        edit.push(Event::Key(KeyEvent::new(KeyCode::Char('k'), KeyModifiers::CONTROL)));
+        for _ in 0..5 {
+            edit.push(Event::Key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE)));
+            edit.push(Event::Key(KeyEvent::new(KeyCode::Char('k'), KeyModifiers::CONTROL)));
+        }
+        edit.extend(r#"{"city":"Lyon"}"#.chars().map(key));
+        edit.push(Event::Key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL)));
+        let mut reject = vec![key('r')];
+        reject.extend("not Berlin".chars().map(key));
+        reject.push(Event::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)));
+        let mut shots = Vec::new();
+        play_agent(
+            &mut app,
+            "weather?",
+            vec![
+                call("c1", r#"{"city":"Pariss"}"#),
+                call("c2", r#"{"city":"Berlin"}"#),
+                ScriptedAdapter::text_script(&["Done."]),
+            ],
+            vec![edit, reject],
+            &mut shots,
+        )
+        .await;
+        assert_eq!(
+            *tool.calls.lock().unwrap(),
+            vec![serde_json::json!({"city": "Lyon"})],
+            "only the corrected call ran"
+        );
+        let r1 = &app.turns[0].tool_runs[0];
+        assert_eq!(r1.approval, Approval::Edited);
+        assert_eq!(r1.original_arguments, Some(serde_json::json!({"city": "Pariss"})));
+        let r2 = &app.turns[1].tool_runs[0];
+        assert_eq!(
+            (r2.approval, r2.reason.as_deref()),
+            (Approval::Rejected, Some("not Berlin"))
+        );
+        let tool_msgs: Vec<&str> = app
+            .conversation
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Tool)
+            .map(|m| m.content.as_str())
+            .collect();
+        assert_eq!(
+            tool_msgs,
+            ["21C in Lyon", "error: the user denied `weather`: not Berlin"]
+        );
+        let screen = format!("{:?}", frame(&mut app, 90, 30).backend());
+        assert!(
+            screen.contains("corrected by you") && screen.contains("rejected"),
+            "{screen}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn tools_and_mcp_commands_list_what_is_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut app = test_app();
+        with_tools(&mut app, dir.path(), vec![(FakeWeather::new(), Policy::Auto)]);
+        app.submit("/tools".into());
+        app.submit("/mcp".into());
+        let screen = format!("{:?}", frame(&mut app, 100, 20).backend());
+        assert!(
+            screen.contains("weather") && screen.contains("auto") && screen.contains("built-in"),
+            "{screen}"
+        );
+        assert!(screen.contains("no MCP servers are configured"), "{screen}");
+        app.submit("/mcp restart nope".into());
+        assert!(
+            app.flash
+                .as_ref()
+                .is_some_and(|(m, _, _)| m.contains("no MCP server `nope`"))
+        );
+    }
+}

@@ -10,7 +10,7 @@ use super::highlight::Highlighter;
 use super::markdown::StreamingMarkdown;
 use super::theme::Theme;
 use super::wrap::wrap_spans;
-use crate::conversation::ToolCall;
+use crate::conversation::{Approval, ToolCall};
 use crate::orchestration::TurnRef;
 use crate::stats::RequestStats;
 use crate::util::sanitize::terminal_safe;
@@ -63,10 +63,29 @@ impl Answer {
     }
 }
 
+/// A tool call in the transcript: what ran, how it was approved, what came back.
+pub struct ToolBlock {
+    pub turn: TurnRef,
+    pub call_id: String,
+    pub tool: String,
+    pub arguments: serde_json::Value,
+    pub approval: Approval,
+    /// Live output while running.
+    pub output: String,
+    /// `None` while running; then (ok, result text, ms).
+    pub done: Option<(bool, String, u64)>,
+    /// The model's arguments when the user corrected them.
+    pub original: Option<serde_json::Value>,
+}
+
+/// Lines of a tool's live output / result shown in the transcript.
+const TOOL_LINES: usize = 12;
+
 pub enum EntryKind {
     User { text: String, failed: bool },
     Assistant(Box<Answer>),
     Notice { text: String, level: NoticeLevel },
+    Tool(Box<ToolBlock>),
 }
 
 pub struct Entry {
@@ -121,6 +140,16 @@ fn plain_lines(text: &str, style: Style, width: u16, indent: &str) -> Vec<Line<'
     out
 }
 
+/// One-line JSON, shortened for display.
+fn compact_json(v: &serde_json::Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 400 {
+        s.chars().take(400).collect::<String>() + "…"
+    } else {
+        s
+    }
+}
+
 fn fmt_duration_ms(ms: u64) -> String {
     if ms >= 10_000 {
         format!("{:.0}s", ms as f64 / 1000.0)
@@ -169,6 +198,57 @@ impl Entry {
                     NoticeLevel::Error => t.error,
                 };
                 self.body = plain_lines(text, style, w, "  ");
+            }
+            EntryKind::Tool(b) => {
+                let (mark, style) = match &b.done {
+                    None => ("⚙", t.tool),
+                    Some((true, _, _)) => ("✓", t.tool_ok),
+                    Some((false, _, _)) => ("✗", t.tool_err),
+                };
+                let how = match b.approval {
+                    Approval::Auto => "",
+                    Approval::Approved => "  approved",
+                    Approval::ApprovedForSession => "  approved for the session",
+                    Approval::Edited => "  corrected by you",
+                    Approval::Rejected => "  rejected",
+                    Approval::Denied => "  denied",
+                };
+                let mut head = vec![
+                    Span::styled(format!("  {mark} {}", terminal_safe(&b.tool)), style),
+                    Span::styled(how, t.dim),
+                ];
+                if let Some((_, _, ms)) = &b.done {
+                    head.push(Span::styled(format!("  {}", fmt_duration_ms(*ms)), t.dim));
+                }
+                self.head.push(Line::from(head));
+                self.head
+                    .extend(plain_lines(&compact_json(&b.arguments), t.dim, w, "    "));
+                if let Some(orig) = &b.original {
+                    self.head.extend(plain_lines(
+                        &format!("(the model asked: {})", compact_json(orig)),
+                        t.dim,
+                        w,
+                        "    ",
+                    ));
+                }
+                let text = match &b.done {
+                    None => b.output.as_str(),
+                    Some((_, result, _)) => result.as_str(),
+                };
+                let lines: Vec<&str> = text.lines().collect();
+                let skip = lines.len().saturating_sub(TOOL_LINES);
+                let mut shown = String::new();
+                if skip > 0 {
+                    shown.push_str(&format!("… {skip} earlier lines\n"));
+                }
+                shown.push_str(&lines[skip..].join("\n"));
+                let style = match &b.done {
+                    Some((false, _, _)) => t.tool_err,
+                    Some((true, _, _)) | None => t.code_block,
+                };
+                if !shown.trim().is_empty() {
+                    self.body = plain_lines(&shown, style, w, "    │ ");
+                }
             }
             EntryKind::Assistant(a) => {
                 let mut head = vec![Span::styled(
@@ -232,7 +312,7 @@ impl Entry {
                 a.md.lines(&a.text, cx.width.max(8).saturating_sub(2), cx.theme, cx.highlighter)
                     .len()
             }
-            EntryKind::User { .. } | EntryKind::Notice { .. } => self.body.len(),
+            EntryKind::User { .. } | EntryKind::Notice { .. } | EntryKind::Tool(_) => self.body.len(),
         }
     }
 
@@ -256,7 +336,7 @@ impl Entry {
             let j = i - head;
             let body: &[Line<'static>] = match &self.kind {
                 EntryKind::Assistant(a) => a.md.cached_lines(),
-                EntryKind::User { .. } | EntryKind::Notice { .. } => &self.body,
+                EntryKind::User { .. } | EntryKind::Notice { .. } | EntryKind::Tool(_) => &self.body,
             };
             if j < body.len() {
                 let mut l = body[j].clone();
@@ -336,6 +416,14 @@ impl Transcript {
         {
             e.touch();
         }
+    }
+
+    /// The entry of a tool call, most recent first.
+    pub fn tool_mut(&mut self, turn: TurnRef, call_id: &str) -> Option<&mut Entry> {
+        self.entries
+            .iter_mut()
+            .rev()
+            .find(|e| matches!(&e.kind, EntryKind::Tool(b) if b.call_id == call_id && b.turn == turn))
     }
 
     /// Index of the most recent user entry.
@@ -478,6 +566,14 @@ impl Transcript {
                 EntryKind::User { text, .. } => s.push_str(&format!("You:\n{text}\n\n")),
                 EntryKind::Assistant(a) => s.push_str(&format!("{}:\n{}\n\n", a.label, a.text)),
                 EntryKind::Notice { text, .. } => s.push_str(&format!("{text}\n\n")),
+                EntryKind::Tool(b) => {
+                    let result = b.done.as_ref().map_or(b.output.as_str(), |d| d.1.as_str());
+                    s.push_str(&format!(
+                        "[tool {} {}]\n{result}\n\n",
+                        b.tool,
+                        compact_json(&b.arguments)
+                    ));
+                }
             }
         }
         s

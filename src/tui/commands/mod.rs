@@ -5,6 +5,7 @@
 mod output;
 mod session;
 mod settings;
+mod tools;
 
 use super::app::App;
 use super::transcript::NoticeLevel;
@@ -66,6 +67,9 @@ impl Registry {
             Box::new(session::Retry),
             Box::new(output::Copy),
             Box::new(output::Export),
+            Box::new(tools::Agent),
+            Box::new(tools::Tools),
+            Box::new(tools::Mcp),
         ];
         Registry { commands }
     }
