@@ -4,9 +4,13 @@
 //! registry that maps a config's `protocol` to an adapter. Adapters never leak
 //! wire types upward; retries, timeouts and cancellation live in `transport`.
 
+pub mod anthropic;
 mod error;
 pub mod json_skim;
+pub mod ollama;
 pub mod openai;
+pub mod openai_completions;
+pub mod prompt_template;
 pub mod sse;
 pub mod think;
 pub mod tool_calls;
@@ -28,12 +32,15 @@ use crate::conversation::{Message, Params, ToolCall};
 use crate::stats::Usage;
 
 /// The protocols a config may name; the registry below builds each.
-pub const PROTOCOL_NAMES: &[&str] = &["openai"];
+pub const PROTOCOL_NAMES: &[&str] = &["openai", "openai-completions", "anthropic", "ollama"];
 
 /// Build the adapter for an endpoint. Adding a provider = one module + one arm here.
 pub fn build_adapter(cfg: &EndpointConfig, secrets: &Secrets) -> Result<Arc<dyn ProtocolAdapter>, ProtocolError> {
     match cfg.protocol.as_str() {
         "openai" => Ok(Arc::new(openai::OpenAiChat::new(cfg, secrets))),
+        "openai-completions" => Ok(Arc::new(openai_completions::OpenAiCompletions::new(cfg, secrets)?)),
+        "anthropic" => Ok(Arc::new(anthropic::AnthropicMessages::new(cfg, secrets))),
+        "ollama" => Ok(Arc::new(ollama::OllamaChat::new(cfg, secrets))),
         other => Err(ProtocolError::Unsupported(format!(
             "protocol `{other}` is not supported; use one of: {}",
             PROTOCOL_NAMES.join(", ")
@@ -156,5 +163,25 @@ pub trait ProtocolAdapter: Send + Sync {
             }
             Ok(c)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_protocol_name_builds_its_adapter() {
+        for name in PROTOCOL_NAMES {
+            let cfg = EndpointConfig::openai("x", "http://127.0.0.1:9").with_protocol(name);
+            let a = build_adapter(&cfg, &Secrets::default()).unwrap();
+            assert_eq!(a.protocol(), *name);
+        }
+        let cfg = EndpointConfig::openai("x", "http://127.0.0.1:9").with_protocol("gemini");
+        let e = build_adapter(&cfg, &Secrets::default()).err().unwrap();
+        assert!(
+            e.to_string().contains("openai, openai-completions, anthropic, ollama"),
+            "{e}"
+        );
     }
 }
