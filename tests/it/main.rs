@@ -3,6 +3,7 @@
 
 mod cli;
 mod local_llm;
+mod protocols_real;
 mod support;
 mod tmux;
 mod tui_e2e;
