@@ -184,4 +184,56 @@ mod tests {
             "{e}"
         );
     }
+
+    /// Every prefix of recorded bodies, and copies with bytes mangled, decode to
+    /// events or a typed error — never a panic.
+    #[test]
+    fn decoders_never_panic_on_cut_or_mangled_bodies() {
+        use transport::WireDecoder;
+        type Factory = fn() -> Box<dyn WireDecoder>;
+        let cases: [(Factory, &str); 6] = [
+            (
+                || Box::new(anthropic::MessagesDecoder::new(false)),
+                include_str!("../../tests/fixtures/anthropic/thinking_tool_use.sse"),
+            ),
+            (
+                || Box::new(anthropic::MessagesDecoder::new(false)),
+                include_str!("../../tests/fixtures/anthropic/aimock_tool_use.sse"),
+            ),
+            (
+                || Box::new(anthropic::MessagesDecoder::new(true)),
+                r#"{"content":[{"type":"tool_use","id":"t","name":"n","input":{"a":1}}],"stop_reason":"tool_use"}"#,
+            ),
+            (
+                || Box::new(ollama::ChatLinesDecoder::new()),
+                include_str!("../../tests/fixtures/ollama/thinking_tool_call.ndjson"),
+            ),
+            (
+                || Box::new(openai_completions::CompletionsDecoder::new(false)),
+                include_str!("../../tests/fixtures/openai-completions/llamacpp_stop.sse"),
+            ),
+            (
+                || Box::new(openai_completions::CompletionsDecoder::new(true)),
+                r#"{"choices":[{"text":"<think>a</think>b","finish_reason":"stop"}]}"#,
+            ),
+        ];
+        for (make, body) in cases {
+            let body = body.as_bytes();
+            let mut variants: Vec<Vec<u8>> = (0..=body.len()).map(|n| body[..n].to_vec()).collect();
+            for (i, b) in [b'"', b'{', b'}', b'\n', 0xff, b':', b'0'].into_iter().enumerate() {
+                let mut m = body.to_vec();
+                for at in (i..m.len()).step_by(7 + i * 3) {
+                    m[at] = b;
+                }
+                variants.push(m);
+            }
+            for v in variants {
+                let mut d = make();
+                let mut q = std::collections::VecDeque::new();
+                if v.chunks(5).try_for_each(|c| d.feed(c, &mut q)).is_ok() {
+                    let _ = d.finish(&mut q);
+                }
+            }
+        }
+    }
 }

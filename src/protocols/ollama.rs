@@ -45,7 +45,8 @@ impl OllamaChat {
 pub fn wire_messages(messages: &[Message]) -> Vec<Value> {
     messages
         .iter()
-        .map(|m| match m.role {
+        .enumerate()
+        .map(|(i, m)| match m.role {
             Role::Assistant if !m.tool_calls.is_empty() => json!({
                 "role": "assistant",
                 "content": m.content,
@@ -60,9 +61,11 @@ pub fn wire_messages(messages: &[Message]) -> Vec<Value> {
                 })).collect::<Vec<_>>(),
             }),
             Role::Tool => {
+                // The nearest earlier call with that id: Ollama's ids repeat across turns.
                 let name = m.tool_call_id.as_deref().and_then(|id| {
-                    messages
+                    messages[..i]
                         .iter()
+                        .rev()
                         .flat_map(|p| &p.tool_calls)
                         .find(|c| c.id == id)
                         .map(|c| c.name.as_str())

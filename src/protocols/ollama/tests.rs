@@ -189,9 +189,17 @@ fn tools_and_tool_messages_use_ollama_shapes() {
         name: "get_weather".into(),
         arguments: "{\"city\":\"Paris\"}".into(),
     }];
+    let mut earlier = Message::assistant("");
+    earlier.tool_calls = vec![ToolCall {
+        id: "call_0".into(),
+        name: "current_time".into(),
+        arguments: "{}".into(),
+    }];
     let req = ChatRequest {
         model: "llama3.2".into(),
         messages: vec![
+            earlier,
+            Message::tool_result("call_0", "12:00"),
             Message::user("Weather?"),
             asst,
             Message::tool_result("call_0", "21C"),
@@ -210,14 +218,19 @@ fn tools_and_tool_messages_use_ollama_shapes() {
         json!([{"type":"function","function":{"name":"get_weather","description":"Weather","parameters":{"type":"object"}}}])
     );
     assert_eq!(
-        b["messages"][1],
+        b["messages"][3],
         json!({"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_weather","arguments":{"city":"Paris"}}}]})
     );
     assert_eq!(
-        b["messages"][2],
-        json!({"role":"tool","content":"21C","tool_name":"get_weather"})
+        b["messages"][1],
+        json!({"role":"tool","content":"12:00","tool_name":"current_time"})
     );
-    assert_eq!(b["messages"][3], json!({"role":"tool","content":"?"}));
+    assert_eq!(
+        b["messages"][4],
+        json!({"role":"tool","content":"21C","tool_name":"get_weather"}),
+        "ids repeat across turns: the nearest earlier call names the tool"
+    );
+    assert_eq!(b["messages"][5], json!({"role":"tool","content":"?"}));
     assert!(b.get("options").is_none());
 }
 
