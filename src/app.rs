@@ -71,7 +71,7 @@ fn endpoints(config: &Config, secrets: &Secrets) -> i32 {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
-        "{:<2}{:<16} {:<10} {:<36} {:<24} KEY",
+        "{:<2}{:<16} {:<18} {:<36} {:<24} KEY",
         "", "NAME", "PROTOCOL", "BASE URL", "MODEL"
     );
     for ep in config.endpoints.values() {
@@ -84,7 +84,7 @@ fn endpoints(config: &Config, secrets: &Secrets) -> i32 {
         let model = config.default_model_for(ep);
         let _ = writeln!(
             out,
-            "{mark:<2}{:<16} {:<10} {:<36} {:<24} {key}",
+            "{mark:<2}{:<16} {:<18} {:<36} {:<24} {key}",
             ep.name, ep.protocol, ep.base_url, model
         );
     }

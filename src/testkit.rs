@@ -52,6 +52,19 @@ impl MockResponse {
         Self::sse(&events)
     }
 
+    /// An NDJSON response: each line is sent as its own chunk.
+    pub fn ndjson<S: AsRef<str>>(lines: &[S]) -> Self {
+        let mut r = Self::sse(lines);
+        r.headers = vec![("content-type".into(), "application/x-ndjson".into())];
+        r
+    }
+
+    /// A recorded NDJSON body, split into one chunk per line.
+    pub fn ndjson_body(body: &str) -> Self {
+        let lines: Vec<String> = body.split_inclusive('\n').map(str::to_string).collect();
+        Self::ndjson(&lines)
+    }
+
     pub fn json(status: u16, body: &str) -> Self {
         MockResponse {
             status,
@@ -142,6 +155,11 @@ impl MockServer {
 
     pub fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// The server's root, without `/v1`.
+    pub fn root_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -266,6 +284,76 @@ pub fn openai_text_events(tokens: &[&str], usage: Option<(u64, u64)>) -> Vec<Str
     }
     v.push("data: [DONE]\n\n".into());
     v
+}
+
+/// Drain an adapter's stream: its events, and the error that ended it (checked
+/// to be the last item).
+pub async fn drain(
+    mut s: crate::protocols::EventStream,
+) -> (
+    Vec<crate::protocols::StreamEvent>,
+    Option<crate::protocols::ProtocolError>,
+) {
+    use futures::StreamExt;
+    let mut events = Vec::new();
+    while let Some(item) = s.next().await {
+        match item {
+            Ok(e) => events.push(e),
+            Err(e) => {
+                assert!(s.next().await.is_none(), "items after an error: {e}");
+                return (events, Some(e));
+            }
+        }
+    }
+    (events, None)
+}
+
+/// All answer text in `events`.
+pub fn text_of(events: &[crate::protocols::StreamEvent]) -> String {
+    use crate::protocols::StreamEvent;
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// All reasoning text in `events`.
+pub fn reasoning_of(events: &[crate::protocols::StreamEvent]) -> String {
+    use crate::protocols::StreamEvent;
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Reasoning(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The complete tool calls in `events`.
+pub fn tool_calls_of(events: &[crate::protocols::StreamEvent]) -> Vec<crate::conversation::ToolCall> {
+    use crate::protocols::StreamEvent;
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCall(c) => Some(c.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The waits of the retries announced in `events`.
+pub fn retry_delays_of(events: &[crate::protocols::StreamEvent]) -> Vec<Duration> {
+    use crate::protocols::StreamEvent;
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Retrying { delay, .. } => Some(*delay),
+            _ => None,
+        })
+        .collect()
 }
 
 /// One step of a scripted model response.

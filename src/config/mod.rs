@@ -22,6 +22,7 @@ use toml::Spanned;
 pub use tools::{CustomToolConfig, McpServerConfig, McpTransport, Policy, ToolsConfig};
 
 use crate::protocols::PROTOCOL_NAMES;
+use crate::protocols::prompt_template::PromptTemplate;
 use crate::util::suggest::closest;
 
 /// The documented example config, also the built-in default.
@@ -76,6 +77,10 @@ pub struct EndpointConfig {
     pub first_token_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_retries: u32,
+    /// `openai-completions` only: a preset name or a minijinja template (checked at load).
+    pub prompt_template: Option<String>,
+    /// Extra stop sequences sent with every request.
+    pub stop: Vec<String>,
 }
 
 impl EndpointConfig {
@@ -97,7 +102,15 @@ impl EndpointConfig {
             first_token_timeout: Self::DEFAULT_FIRST_TOKEN,
             idle_timeout: Self::DEFAULT_IDLE,
             max_retries: Self::DEFAULT_RETRIES,
+            prompt_template: None,
+            stop: Vec::new(),
         }
+    }
+
+    /// The same endpoint speaking another protocol (tests, examples).
+    pub fn with_protocol(mut self, protocol: &str) -> Self {
+        self.protocol = protocol.into();
+        self
     }
 }
 
@@ -418,6 +431,21 @@ fn endpoint(cx: &ErrorContext, name: &str, ep: &Spanned<RawEndpoint>) -> Result<
         }
         None => EndpointConfig::DEFAULT_RETRIES,
     };
+    let prompt_template = match &ep.prompt_template {
+        Some(t) => Some(prompt_template(cx, &protocol, t)?),
+        None => None,
+    };
+    let mut stop = Vec::new();
+    for s in ep.stop.iter().flatten() {
+        if s.get_ref().is_empty() {
+            return Err(cx.at(
+                s.span(),
+                "an empty stop sequence would end every answer at once",
+                Some("remove it".into()),
+            ));
+        }
+        stop.push(s.get_ref().clone());
+    }
     Ok(EndpointConfig {
         name: name.to_string(),
         protocol,
@@ -439,7 +467,54 @@ fn endpoint(cx: &ErrorContext, name: &str, ep: &Spanned<RawEndpoint>) -> Result<
         )?,
         idle_timeout: seconds(cx, &ep.idle_timeout_s, "idle_timeout_s", EndpointConfig::DEFAULT_IDLE)?,
         max_retries,
+        prompt_template,
+        stop,
     })
+}
+
+/// Check a `prompt_template` value: only for `openai-completions`, a known preset
+/// or a template that parses and renders. Errors point into the template.
+fn prompt_template(cx: &ErrorContext, protocol: &str, t: &Spanned<String>) -> Result<String, ConfigError> {
+    if protocol != "openai-completions" {
+        return Err(cx.at(
+            t.span(),
+            format!("prompt_template does not apply to protocol `{protocol}`"),
+            Some(
+                "only protocol = \"openai-completions\" builds a prompt from a template; remove the key or change the protocol"
+                    .into(),
+            ),
+        ));
+    }
+    match PromptTemplate::from_config(Some(t.get_ref())) {
+        Ok(_) => Ok(t.get_ref().clone()),
+        Err(e) => {
+            let at = e
+                .offset
+                .and_then(|o| template_offset_in_file(cx.src, t.span(), t.get_ref(), o))
+                .unwrap_or(t.span().start);
+            Err(cx.at(at..at, e.message, Some(e.hint)))
+        }
+    }
+}
+
+/// Where byte `offset` of a string value lies in the file, when the value is
+/// written without escapes (literal strings, or basic ones that need none).
+fn template_offset_in_file(src: &str, span: Range<usize>, value: &str, offset: usize) -> Option<usize> {
+    let raw = src.get(span.clone())?;
+    let delim = ["'''", "\"\"\"", "'", "\""].into_iter().find(|d| raw.starts_with(d))?;
+    let mut body_start = span.start + delim.len();
+    let mut body = raw.get(delim.len()..raw.len().checked_sub(delim.len())?)?;
+    // A multi-line string drops the newline right after its opening quotes.
+    if delim.len() == 3 {
+        for nl in ["\r\n", "\n"] {
+            if let Some(rest) = body.strip_prefix(nl) {
+                body = rest;
+                body_start += nl.len();
+                break;
+            }
+        }
+    }
+    (body == value && offset <= body.len()).then_some(body_start + offset)
 }
 
 #[cfg(test)]

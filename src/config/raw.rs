@@ -88,6 +88,8 @@ pub struct RawEndpoint {
     pub first_token_timeout_s: Option<Spanned<f64>>,
     pub idle_timeout_s: Option<Spanned<f64>>,
     pub max_retries: Option<Spanned<i64>>,
+    pub prompt_template: Option<Spanned<String>>,
+    pub stop: Option<Vec<Spanned<String>>>,
 }
 
 /// Every key each table accepts, for "did you mean" hints.
@@ -134,4 +136,6 @@ pub const ENDPOINT_KEYS: &[&str] = &[
     "first_token_timeout_s",
     "idle_timeout_s",
     "max_retries",
+    "prompt_template",
+    "stop",
 ];

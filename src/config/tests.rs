@@ -189,3 +189,72 @@ fn a_missing_explicit_config_file_is_an_error() {
     let e = d.load().unwrap_err().to_string();
     assert!(e.contains("/nonexistent/pai.toml") && e.contains("--config"), "{e}");
 }
+
+const COMPLETIONS: &str = "[endpoints.c]\nprotocol = \"openai-completions\"\nbase_url = \"http://h/v1\"\n";
+
+#[test]
+fn every_protocol_is_accepted_and_prompt_template_and_stop_resolve() {
+    for p in crate::protocols::PROTOCOL_NAMES {
+        let c = parse_str(&format!("[endpoints.x]\nprotocol = \"{p}\"\nbase_url = \"http://h\"\n")).unwrap();
+        assert_eq!(c.endpoints["x"].protocol, *p);
+        assert_eq!(c.endpoints["x"].prompt_template, None);
+    }
+    let c = parse_str(&format!(
+        "{COMPLETIONS}prompt_template = \"llama3\"\nstop = [\"###\", \"\\nQ:\"]\n"
+    ))
+    .unwrap();
+    let e = &c.endpoints["c"];
+    assert_eq!(e.prompt_template.as_deref(), Some("llama3"));
+    assert_eq!(e.stop, vec!["###".to_string(), "\nQ:".to_string()]);
+    let c = parse_str(&format!(
+        "{COMPLETIONS}prompt_template = '''\n{{% for m in messages %}}{{{{ m.content }}}}{{% endfor %}}'''\n"
+    ))
+    .unwrap();
+    assert!(
+        c.endpoints["c"]
+            .prompt_template
+            .as_deref()
+            .unwrap()
+            .starts_with("{% for")
+    );
+}
+
+#[test]
+fn a_broken_prompt_template_points_into_the_template() {
+    // Line 6 holds the mistake: `{{ m.content }` lacks a brace.
+    let src = format!(
+        "{COMPLETIONS}prompt_template = '''\n{{% for m in messages %}}\n{{{{ m.role }}}}: {{{{ m.content }}\n{{% endfor %}}'''\n"
+    );
+    let (line, col, msg, hint) = invalid(&src);
+    assert_eq!(line, 6, "{msg}");
+    assert!(col >= 1, "{msg}");
+    assert!(msg.contains("prompt_template does not parse"), "{msg}");
+    assert!(hint.contains("messages"), "{hint}");
+    // An undefined variable is found by a trial render, at its position.
+    let src = format!("{COMPLETIONS}prompt_template = \"{{% for m in mesages %}}{{{{ m.content }}}}{{% endfor %}}\"\n");
+    let (line, col, msg, _) = invalid(&src);
+    assert_eq!((line, col), (4, 32), "{msg}");
+    // An escape in a basic string: the position falls back to the value.
+    let src = format!("{COMPLETIONS}prompt_template = \"\\n{{{{ nope }}}}\"\n");
+    let (line, col, _, _) = invalid(&src);
+    assert_eq!((line, col), (4, 19));
+}
+
+#[test]
+fn prompt_template_presets_and_protocols_are_checked() {
+    let (line, _, msg, hint) = invalid(&format!("{COMPLETIONS}prompt_template = \"chatlm\"\n"));
+    assert_eq!(line, 4);
+    assert!(msg.contains("unknown prompt_template preset `chatlm`"), "{msg}");
+    assert!(hint.contains("did you mean `chatml`"), "{hint}");
+    let (line, _, msg, hint) = invalid(&format!("{EP}prompt_template = \"chatml\"\n"));
+    assert_eq!(line, 3);
+    assert!(msg.contains("does not apply to protocol `openai`"), "{msg}");
+    assert!(hint.contains("openai-completions"), "{hint}");
+    let (line, _, msg, _) = invalid(&format!("{EP}stop = [\"a\", \"\"]\n"));
+    assert_eq!(line, 3);
+    assert!(msg.contains("empty stop sequence"), "{msg}");
+    let (line, _, msg, hint) = invalid(&format!("{EP}stops = [\"a\"]\n"));
+    assert_eq!(line, 3);
+    assert!(msg.contains("unknown key `stops`"), "{msg}");
+    assert!(hint.contains("did you mean `stop`"), "{hint}");
+}

@@ -4,9 +4,13 @@
 //! registry that maps a config's `protocol` to an adapter. Adapters never leak
 //! wire types upward; retries, timeouts and cancellation live in `transport`.
 
+pub mod anthropic;
 mod error;
 pub mod json_skim;
+pub mod ollama;
 pub mod openai;
+pub mod openai_completions;
+pub mod prompt_template;
 pub mod sse;
 pub mod think;
 pub mod tool_calls;
@@ -28,12 +32,15 @@ use crate::conversation::{Message, Params, ToolCall};
 use crate::stats::Usage;
 
 /// The protocols a config may name; the registry below builds each.
-pub const PROTOCOL_NAMES: &[&str] = &["openai"];
+pub const PROTOCOL_NAMES: &[&str] = &["openai", "openai-completions", "anthropic", "ollama"];
 
 /// Build the adapter for an endpoint. Adding a provider = one module + one arm here.
 pub fn build_adapter(cfg: &EndpointConfig, secrets: &Secrets) -> Result<Arc<dyn ProtocolAdapter>, ProtocolError> {
     match cfg.protocol.as_str() {
         "openai" => Ok(Arc::new(openai::OpenAiChat::new(cfg, secrets))),
+        "openai-completions" => Ok(Arc::new(openai_completions::OpenAiCompletions::new(cfg, secrets)?)),
+        "anthropic" => Ok(Arc::new(anthropic::AnthropicMessages::new(cfg, secrets))),
+        "ollama" => Ok(Arc::new(ollama::OllamaChat::new(cfg, secrets))),
         other => Err(ProtocolError::Unsupported(format!(
             "protocol `{other}` is not supported; use one of: {}",
             PROTOCOL_NAMES.join(", ")
@@ -156,5 +163,77 @@ pub trait ProtocolAdapter: Send + Sync {
             }
             Ok(c)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_protocol_name_builds_its_adapter() {
+        for name in PROTOCOL_NAMES {
+            let cfg = EndpointConfig::openai("x", "http://127.0.0.1:9").with_protocol(name);
+            let a = build_adapter(&cfg, &Secrets::default()).unwrap();
+            assert_eq!(a.protocol(), *name);
+        }
+        let cfg = EndpointConfig::openai("x", "http://127.0.0.1:9").with_protocol("gemini");
+        let e = build_adapter(&cfg, &Secrets::default()).err().unwrap();
+        assert!(
+            e.to_string().contains("openai, openai-completions, anthropic, ollama"),
+            "{e}"
+        );
+    }
+
+    /// Every prefix of recorded bodies, and copies with bytes mangled, decode to
+    /// events or a typed error — never a panic.
+    #[test]
+    fn decoders_never_panic_on_cut_or_mangled_bodies() {
+        use transport::WireDecoder;
+        type Factory = fn() -> Box<dyn WireDecoder>;
+        let cases: [(Factory, &str); 6] = [
+            (
+                || Box::new(anthropic::MessagesDecoder::new(false)),
+                include_str!("../../tests/fixtures/anthropic/thinking_tool_use.sse"),
+            ),
+            (
+                || Box::new(anthropic::MessagesDecoder::new(false)),
+                include_str!("../../tests/fixtures/anthropic/aimock_tool_use.sse"),
+            ),
+            (
+                || Box::new(anthropic::MessagesDecoder::new(true)),
+                r#"{"content":[{"type":"tool_use","id":"t","name":"n","input":{"a":1}}],"stop_reason":"tool_use"}"#,
+            ),
+            (
+                || Box::new(ollama::ChatLinesDecoder::new()),
+                include_str!("../../tests/fixtures/ollama/thinking_tool_call.ndjson"),
+            ),
+            (
+                || Box::new(openai_completions::CompletionsDecoder::new(false)),
+                include_str!("../../tests/fixtures/openai-completions/llamacpp_stop.sse"),
+            ),
+            (
+                || Box::new(openai_completions::CompletionsDecoder::new(true)),
+                r#"{"choices":[{"text":"<think>a</think>b","finish_reason":"stop"}]}"#,
+            ),
+        ];
+        for (make, body) in cases {
+            let body = body.as_bytes();
+            let mut variants: Vec<Vec<u8>> = (0..=body.len()).map(|n| body[..n].to_vec()).collect();
+            for (i, b) in [b'"', b'{', b'}', b'\n', 0xff, b':', b'0'].into_iter().enumerate() {
+                let mut m = body.to_vec();
+                for at in (i..m.len()).step_by(7 + i * 3) {
+                    m[at] = b;
+                }
+                variants.push(m);
+            }
+            for v in variants {
+                let mut d = make();
+                let mut q = std::collections::VecDeque::new();
+                if v.chunks(5).try_for_each(|c| d.feed(c, &mut q)).is_ok() {
+                    let _ = d.finish(&mut q);
+                }
+            }
+        }
     }
 }

@@ -24,12 +24,15 @@ use crate::stats::Usage;
 
 pub struct OpenAiChat {
     http: HttpEndpoint,
+    /// The endpoint's extra stop sequences.
+    stop: Vec<String>,
 }
 
 impl OpenAiChat {
     pub fn new(cfg: &EndpointConfig, secrets: &Secrets) -> Self {
         OpenAiChat {
             http: HttpEndpoint::new(cfg, secrets, Auth::Bearer, &[]),
+            stop: cfg.stop.clone(),
         }
     }
 }
@@ -84,7 +87,11 @@ impl ProtocolAdapter for OpenAiChat {
     }
 
     fn stream(&self, request: ChatRequest, cancel: CancellationToken) -> EventStream {
-        let body = serde_json::to_vec(&request_body(&request)).unwrap_or_default();
+        let mut body = request_body(&request);
+        if !self.stop.is_empty() {
+            body["stop"] = json!(self.stop);
+        }
+        let body = serde_json::to_vec(&body).unwrap_or_default();
         self.http.stream_post(
             "chat/completions",
             body,

@@ -4,6 +4,11 @@
 //! text, wrapped in `<think>` tags at the very start. Tags may be split across
 //! chunks; the splitter holds back only what could still be part of a tag.
 
+use std::collections::VecDeque;
+
+use super::StreamEvent;
+use super::transport::{push_reasoning, push_text};
+
 const OPEN: &str = "<think>";
 const CLOSE: &str = "</think>";
 
@@ -110,6 +115,27 @@ impl ThinkSplitter {
                 }
             }
         }
+    }
+
+    /// Feed answer text and queue the reasoning and text it completes.
+    pub fn push_into(&mut self, delta: &str, out: &mut VecDeque<StreamEvent>) {
+        if delta.is_empty() {
+            return;
+        }
+        if self.passthrough() {
+            push_text(out, delta);
+            return;
+        }
+        let s = self.push(delta);
+        push_reasoning(out, &s.reasoning);
+        push_text(out, &s.text);
+    }
+
+    /// End of stream: queue whatever was held back.
+    pub fn finish_into(&mut self, out: &mut VecDeque<StreamEvent>) {
+        let s = self.finish();
+        push_reasoning(out, &s.reasoning);
+        push_text(out, &s.text);
     }
 
     /// End of stream: release anything held back.

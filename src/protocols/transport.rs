@@ -343,6 +343,14 @@ fn snippet(b: &[u8]) -> String {
     crate::util::sanitize::terminal_safe(&s).into_owned()
 }
 
+/// A malformed-data error quoting the start of the offending bytes.
+pub fn decode_error(data: &[u8], detail: impl std::fmt::Display) -> ProtocolError {
+    ProtocolError::Decode {
+        detail: detail.to_string(),
+        context: snippet(data),
+    }
+}
+
 /// The human part of an error body: `error.message`, `message`, `error`, `detail`, or the text.
 pub fn error_detail(body: &[u8]) -> String {
     let text = match serde_json::from_slice::<serde_json::Value>(body) {

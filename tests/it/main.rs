@@ -4,6 +4,7 @@
 mod cli;
 mod local_llm;
 mod mcp;
+mod protocols_real;
 mod support;
 mod tmux;
 mod tui_e2e;

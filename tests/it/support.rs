@@ -107,16 +107,33 @@ pub fn wait_healthy(port: u16, timeout: Duration) -> bool {
 /// Port of the shared lab LLM (started by `.ci/run` or by hand), if it answers.
 /// Missing counterparts are skipped loudly, and fail when `PAI_REQUIRE_LAB=1` (CI).
 pub fn lab_llm_port(test: &str) -> Option<u16> {
-    let port: u16 = std::env::var("PAI_LAB_LLM_PORT")
-        .ok()
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(18081);
+    lab_port(
+        test,
+        "PAI_LAB_LLM_PORT",
+        18081,
+        "lab LLM",
+        "lab/setup-local-llm.sh then lab/run-local-llm.sh",
+    )
+}
+
+/// Port of the shared aimock server (scripted OpenAI / Anthropic / Ollama
+/// replies from `lab/aimock-fixtures.json`), if it answers. Skips like the LLM.
+pub fn lab_aimock_port(test: &str) -> Option<u16> {
+    lab_port(
+        test,
+        "PAI_LAB_AIMOCK_PORT",
+        18110,
+        "aimock",
+        "lab/setup-aimock.sh then lab/run-aimock.sh",
+    )
+}
+
+fn lab_port(test: &str, env: &str, default: u16, what: &str, how: &str) -> Option<u16> {
+    let port: u16 = std::env::var(env).ok().and_then(|p| p.parse().ok()).unwrap_or(default);
     if healthy(port) {
         return Some(port);
     }
-    let msg = format!(
-        "SKIPPED {test}: no lab LLM on 127.0.0.1:{port}. Run lab/setup-local-llm.sh then lab/run-local-llm.sh (or .ci/run)."
-    );
+    let msg = format!("SKIPPED {test}: no {what} on 127.0.0.1:{port}. Run {how} (or .ci/run).");
     if std::env::var("PAI_REQUIRE_LAB").as_deref() == Ok("1") {
         panic!("{msg} (PAI_REQUIRE_LAB=1 forbids skipping)");
     }

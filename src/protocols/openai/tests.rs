@@ -177,6 +177,18 @@ async fn tool_definitions_and_tool_messages_use_openai_shapes() {
 }
 
 #[tokio::test]
+async fn endpoint_stop_sequences_are_sent() {
+    let server = MockServer::start(vec![MockResponse::sse(&openai_text_events(&["ok"], None))])
+        .await
+        .unwrap();
+    let mut cfg = endpoint(&server);
+    cfg.stop = vec!["\nUser:".into()];
+    let (_, err) = run(&OpenAiChat::new(&cfg, &Secrets::default()), CancellationToken::new()).await;
+    assert_eq!(err, None);
+    assert_eq!(server.requests()[0].json()["stop"], serde_json::json!(["\nUser:"]));
+}
+
+#[tokio::test]
 async fn reasoning_content_field_is_reasoning() {
     let server = MockServer::start(vec![MockResponse::sse_body(REASONING_SSE)])
         .await
