@@ -6,7 +6,9 @@
 //! talks to a terminal: progress goes out through the context's channel.
 
 pub mod approval;
+pub mod builtin;
 pub mod error;
+pub mod process;
 pub mod registry;
 pub mod typed;
 pub mod workspace;
@@ -19,6 +21,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 pub use approval::{Decision, Policy};
+pub use builtin::builtin_tools;
 pub use error::ToolError;
 pub use registry::{ToolInfo, ToolRegistry};
 pub use typed::{Typed, TypedTool, parse_args, schema_of};
