@@ -7,6 +7,7 @@
 
 pub mod approval;
 pub mod builtin;
+pub mod custom;
 pub mod error;
 pub mod process;
 pub mod registry;
@@ -22,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use approval::{Decision, Policy};
 pub use builtin::builtin_tools;
+pub use custom::{CustomTool, custom_tools};
 pub use error::ToolError;
 pub use registry::{ToolInfo, ToolRegistry};
 pub use typed::{Typed, TypedTool, parse_args, schema_of};
