@@ -11,8 +11,11 @@ use crate::cli::{Cli, Command, CommonArgs, ConfigAction};
 use crate::config::{Config, Discovery, Secrets};
 use crate::conversation::Params;
 use crate::headless::{self, OneShot};
+use crate::orchestration::agent::{AgentSetup, AutoApprove, NoApprover};
 use crate::protocols::build_adapter;
 use crate::records::Templates;
+use crate::tools::mcp::{McpHub, McpStatus};
+use crate::tools::{ServerTools, ToolEnv};
 
 /// Exit code for bad usage or configuration.
 pub const EXIT_USAGE: i32 = 2;
@@ -38,6 +41,8 @@ pub fn run(cli: Cli) -> i32 {
         }) => config_check(&config, &secrets),
         Some(Command::Endpoints) => endpoints(&config, &secrets),
         Some(Command::Models { endpoint }) => models(&config, &secrets, endpoint.as_deref()),
+        Some(Command::Tools) => tools_cmd(&config, &secrets, &discovery.cwd, false),
+        Some(Command::Mcp) => tools_cmd(&config, &secrets, &discovery.cwd, true),
         Some(Command::Completions { .. }) => 0,
         None => prompt_mode(&config, &secrets, &cli.common, cli.prompt, cli.json),
     }
@@ -91,6 +96,80 @@ fn endpoints(config: &Config, secrets: &Secrets) -> i32 {
     0
 }
 
+/// Start the MCP servers (if any) and give their tools, reporting progress on stderr.
+async fn start_mcp(hub: &McpHub, verbose: bool) -> ServerTools {
+    if hub.is_empty() {
+        return Vec::new();
+    }
+    if verbose {
+        eprintln!("pai: starting {} MCP server(s)…", hub.names().len());
+    }
+    for (name, status) in hub.start_enabled().await {
+        if verbose || matches!(status, McpStatus::Failed(_)) {
+            eprintln!("pai: MCP server {name}: {}", status.label());
+        }
+    }
+    hub.tools().await
+}
+
+fn data_dir() -> Option<std::path::PathBuf> {
+    directories::ProjectDirs::from("", "", "polyglot").map(|d| d.data_dir().to_path_buf())
+}
+
+/// `pai tools` and `pai mcp`.
+fn tools_cmd(config: &Config, secrets: &Secrets, cwd: &std::path::Path, mcp_only: bool) -> i32 {
+    let env = match ToolEnv::from_config(config, secrets, cwd) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("pai: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(c) => return c,
+    };
+    let hub = McpHub::new(&config.mcp, secrets, data_dir());
+    let code = rt.block_on(async {
+        let mcp = start_mcp(&hub, std::io::stderr().is_terminal()).await;
+        let mut out = std::io::stdout().lock();
+        if mcp_only {
+            if hub.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "no MCP servers are configured — add [mcp.NAME] with command (stdio) or url (streamable HTTP) to {}",
+                    config.source
+                );
+                return 0;
+            }
+            for (name, status) in hub.statuses() {
+                let _ = writeln!(out, "{name}  {}", status.label());
+                if let Some((_, tools)) = mcp.iter().find(|(n, _)| *n == name) {
+                    for (t, policy) in tools {
+                        let desc: String = t.spec().description.lines().next().unwrap_or("").chars().take(70).collect();
+                        let _ = writeln!(out, "  {:<32} {:<4}  {desc}", t.spec().name, policy.as_str());
+                    }
+                }
+            }
+            let failed = hub.statuses().iter().any(|(_, s)| matches!(s, McpStatus::Failed(_)));
+            return i32::from(failed);
+        }
+        let list = env.registry(&mcp).list();
+        let w = list.iter().map(|t| t.name.chars().count()).max().unwrap_or(8);
+        let _ = writeln!(out, "{:<w$}  {:<6}  {:<14}  DESCRIPTION", "TOOL", "POLICY", "SOURCE");
+        for t in list {
+            let desc: String = t.description.lines().next().unwrap_or("").chars().take(70).collect();
+            let _ = writeln!(out, "{:<w$}  {:<6}  {:<14}  {desc}", t.name, t.policy.as_str(), t.source.label());
+        }
+        let _ = writeln!(out, "\nworkspace: {}", env.workspace.root().display());
+        0
+    });
+    rt.block_on(async {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(3), hub.stop_all()).await;
+    });
+    code
+}
+
 fn models(config: &Config, secrets: &Secrets, name: Option<&str>) -> i32 {
     let name = name.unwrap_or(&config.defaults.endpoint);
     let ep = match config.require_endpoint(name) {
@@ -142,6 +221,7 @@ fn resolve<'a>(
         Params {
             temperature: common.temperature.or(config.defaults.temperature),
             max_tokens: common.max_tokens.or(config.defaults.max_tokens),
+            tool_choice: None,
         },
     ))
 }
@@ -176,9 +256,17 @@ fn tui_mode(config: &Config, secrets: &Secrets, common: &CommonArgs) -> i32 {
         sessions_dir: (!common.no_log).then(|| config.defaults.sessions_dir.clone()),
         templates,
         history_file: data_dir.as_ref().map(|d| d.join("prompt_history.jsonl")),
-        tool_env: None,
-        mcp: (!config.mcp.is_empty())
-            .then(|| Arc::new(crate::tools::mcp::McpHub::new(&config.mcp, secrets, data_dir.clone()))),
+        tool_env: match std::env::current_dir()
+            .map_err(|e| e.to_string())
+            .and_then(|cwd| ToolEnv::from_config(config, secrets, &cwd))
+        {
+            Ok(env) => Some(env),
+            Err(e) => {
+                eprintln!("pai: {e}");
+                return EXIT_USAGE;
+            }
+        },
+        mcp: (!config.mcp.is_empty()).then(|| Arc::new(McpHub::new(&config.mcp, secrets, data_dir.clone()))),
     };
     crate::tui::run(Arc::new(config.clone()), secrets.clone(), opts)
 }
@@ -232,10 +320,51 @@ fn prompt_mode(config: &Config, secrets: &Secrets, common: &CommonArgs, prompt: 
         templates,
         agent: None,
     };
+    let tool_env = if common.agent {
+        match std::env::current_dir()
+            .map_err(|e| e.to_string())
+            .and_then(|cwd| ToolEnv::from_config(config, secrets, &cwd))
+        {
+            Ok(env) => Some(env),
+            Err(e) => {
+                eprintln!("pai: {e}");
+                return EXIT_USAGE;
+            }
+        }
+    } else {
+        None
+    };
+    let mut job = job;
     let rt = match runtime() {
         Ok(r) => r,
         Err(c) => return c,
     };
+    let hub = McpHub::new(&config.mcp, secrets, data_dir());
+    if let Some(env) = &tool_env {
+        let mcp = rt.block_on(start_mcp(&hub, std::io::stderr().is_terminal()));
+        job.agent = Some(AgentSetup {
+            registry: Arc::new(env.registry(&mcp)),
+            workspace: env.workspace.clone(),
+            approver: if common.yes {
+                Arc::new(AutoApprove)
+            } else {
+                Arc::new(NoApprover)
+            },
+            approvals: Default::default(),
+            max_steps: env.max_steps,
+            tool_timeout: env.tool_timeout,
+            output_limit: env.output_limit,
+            only_server: None,
+        });
+    }
+    let code = run_oneshot(&rt, job, adapter);
+    rt.block_on(async {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(3), hub.stop_all()).await;
+    });
+    code
+}
+
+fn run_oneshot(rt: &tokio::runtime::Runtime, job: OneShot, adapter: Arc<dyn crate::protocols::ProtocolAdapter>) -> i32 {
     rt.block_on(async {
         let cancel = CancellationToken::new();
         let c = cancel.clone();

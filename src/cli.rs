@@ -53,6 +53,12 @@ pub struct CommonArgs {
     /// Do not write session records.
     #[arg(long)]
     pub no_log: bool,
+    /// Agent mode: the model may call tools (built-in, custom, MCP) in a loop.
+    #[arg(long)]
+    pub agent: bool,
+    /// With --agent: approve every tool call without asking (otherwise tools with policy `ask` are refused).
+    #[arg(long, requires = "agent")]
+    pub yes: bool,
 }
 
 fn parse_temperature(s: &str) -> Result<f32, String> {
@@ -78,6 +84,10 @@ pub enum Command {
         /// Endpoint name (default: [defaults] endpoint).
         endpoint: Option<String>,
     },
+    /// List the tools an agent can use (built-in, custom, MCP) with their approval policy.
+    Tools,
+    /// Start the configured MCP servers and show their status and tools.
+    Mcp,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]

@@ -127,6 +127,10 @@ pub struct Params {
     pub temperature: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// OpenAI-compatible `tool_choice` (`auto`, `required`, `none`); with
+    /// `required`, one call at a time (`parallel_tool_calls: false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<String>,
 }
 
 /// What was sent to the model for one turn (never contains secrets).

@@ -71,6 +71,12 @@ pub fn request_body(req: &ChatRequest) -> Value {
     if let Some(m) = req.params.max_tokens {
         body["max_tokens"] = json!(m);
     }
+    if let Some(c) = req.params.tool_choice.as_deref().filter(|_| !req.tools.is_empty()) {
+        body["tool_choice"] = json!(c);
+        if c == "required" {
+            body["parallel_tool_calls"] = json!(false);
+        }
+    }
     if !req.tools.is_empty() {
         body["tools"] = req
             .tools

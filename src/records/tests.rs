@@ -20,6 +20,7 @@ fn turn(id: u32, prompt: &str, answer: &str) -> Turn {
             params: Params {
                 temperature: Some(0.7),
                 max_tokens: None,
+                tool_choice: None,
             },
         },
         response: TurnResponse {
@@ -206,4 +207,51 @@ fn unwritable_sessions_dir_is_a_clear_error() {
     let mut r = SessionRecorder::new(&blocker, Arc::new(Templates::builtin()));
     let e = r.record(&turn(1, "q", "a")).unwrap_err().to_string();
     assert!(e.contains("sessions_dir"), "{e}");
+}
+
+#[test]
+fn tool_runs_approvals_and_corrections_appear_in_json_and_both_html_files() {
+    use crate::conversation::{Approval, ToolRun};
+    let root = tempfile::tempdir().unwrap();
+    let mut r = SessionRecorder::new(root.path(), Arc::new(Templates::builtin()));
+    let mut t = turn(1, "fix it", "");
+    t.mode = TurnMode::Agent;
+    t.tool_runs = vec![
+        ToolRun {
+            call_id: "c1".into(),
+            tool: "write_file".into(),
+            arguments: serde_json::json!({"path": "a.txt", "content": "fixed"}),
+            original_arguments: Some(serde_json::json!({"path": "../a.txt", "content": "fixed"})),
+            approval: Approval::Edited,
+            reason: None,
+            result: "created `a.txt` <script>alert(1)</script>".into(),
+            is_error: false,
+            duration_ms: 3,
+        },
+        ToolRun {
+            call_id: "c2".into(),
+            tool: "run_shell".into(),
+            arguments: serde_json::json!({"command": "rm -rf /"}),
+            original_arguments: None,
+            approval: Approval::Rejected,
+            reason: Some("never that".into()),
+            result: "error: the user denied `run_shell`: never that".into(),
+            is_error: true,
+            duration_ms: 0,
+        },
+    ];
+    let p = r.record(&t).unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+    assert_eq!(j["tool_runs"][0]["approval"], "edited");
+    assert_eq!(j["tool_runs"][0]["original_arguments"]["path"], "../a.txt");
+    assert_eq!(j["tool_runs"][1]["reason"], "never that");
+    for f in ["conversation.html", "gptwink_format.html"] {
+        let html = std::fs::read_to_string(r.dir().join(f)).unwrap();
+        assert!(html.contains("write_file") && html.contains("run_shell"), "{f}");
+        assert!(html.contains("never that"), "{f}: the rejection reason");
+        assert!(html.contains("../a.txt"), "{f}: the original arguments");
+        assert!(!html.contains("<script>"), "{f}: tool output was not escaped");
+    }
+    let html = std::fs::read_to_string(r.dir().join("conversation.html")).unwrap();
+    assert!(html.contains("Corrected by the user"));
 }

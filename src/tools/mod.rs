@@ -6,9 +6,13 @@
 //! talks to a terminal: progress goes out through the context's channel.
 
 pub mod approval;
+pub mod builtin;
+pub mod custom;
 pub mod error;
 pub mod mcp;
+pub mod process;
 pub mod registry;
+pub mod setup;
 pub mod typed;
 pub mod workspace;
 
@@ -20,8 +24,11 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 pub use approval::{Decision, Policy};
+pub use builtin::builtin_tools;
+pub use custom::{CustomTool, custom_tools};
 pub use error::ToolError;
 pub use registry::{ToolInfo, ToolRegistry};
+pub use setup::ToolEnv;
 pub use typed::{Typed, TypedTool, parse_args, schema_of};
 pub use workspace::Workspace;
 

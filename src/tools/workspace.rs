@@ -128,9 +128,12 @@ impl Workspace {
         if real.is_dir() && existing == p {
             return Err(ToolError::invalid(tool, "path", format!("`{given}` is a folder")));
         }
-        // Re-attach the missing tail to the resolved part.
-        let tail = p.strip_prefix(existing).unwrap_or(Path::new(""));
-        Ok(real.join(tail))
+        // Re-attach the missing tail to the resolved part (joining an empty
+        // tail would add a trailing `/`, which makes a file path unusable).
+        match p.strip_prefix(existing) {
+            Ok(tail) if !tail.as_os_str().is_empty() => Ok(real.join(tail)),
+            _ => Ok(real),
+        }
     }
 }
 
@@ -174,6 +177,10 @@ mod tests {
             w.root().join("new/deep/file.rs")
         );
         assert_eq!(w.display(&w.root().join("src/a.txt")), "src/a.txt");
+        // An existing file resolves to itself (no trailing separator).
+        let existing = w.writable("t", "src/a.txt").unwrap();
+        assert_eq!(existing, w.root().join("src/a.txt"));
+        assert!(!existing.as_os_str().to_string_lossy().ends_with('/'));
     }
 
     #[test]

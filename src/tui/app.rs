@@ -6,7 +6,8 @@
 mod tools;
 mod turns;
 
-pub use tools::{AgentPlan, McpAction, ToolEnv};
+pub use crate::tools::ToolEnv;
+pub use tools::{AgentPlan, McpAction};
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -1,6 +1,7 @@
 //! Integration tests: the real `pai` binary, real files, real servers.
 //! One test binary (faster to link); each area is a module.
 
+mod agent;
 mod cli;
 mod local_llm;
 mod mcp;

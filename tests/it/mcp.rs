@@ -208,7 +208,7 @@ async fn a_crashed_server_is_reported_and_can_be_restarted() {
     let h = hub(vec![fault("f", "")], path_env());
     assert!(matches!(
         h.start_enabled().await[0].1,
-        McpStatus::Ready { tools: 4, .. }
+        McpStatus::Ready { tools: 5, .. }
     ));
     assert_eq!(
         call(&h, "f", "echo", serde_json::json!({"text": "a"})).await.unwrap(),

@@ -202,3 +202,58 @@ pub fn endpoint_config(name: &str, port: u16, extra: &str) -> String {
         "[defaults]\nendpoint = \"{name}\"\n\n[endpoints.{name}]\nprotocol = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"smollm2\"\nfirst_token_timeout_s = 300\nidle_timeout_s = 120\n{extra}"
     )
 }
+
+/// A private aimock with its own fixtures, killed on drop (for tests whose
+/// fixtures would lose to the shared instance's catch-all).
+pub struct PrivateAimock {
+    pub port: u16,
+    child: Child,
+    _fixtures: tempfile::NamedTempFile,
+}
+
+impl PrivateAimock {
+    /// `None` (after a loud skip, or a panic under PAI_REQUIRE_LAB=1) when aimock is not installed.
+    pub fn start(test: &str, fixtures: &serde_json::Value) -> Option<Self> {
+        let home = std::env::var_os("COUNTERPARTS_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/pai-lab")))?;
+        if !home.join("npm-aimock/node_modules/.bin/llmock").exists() {
+            let msg = format!("SKIPPED {test}: aimock is not installed — run lab/setup-aimock.sh (or .ci/run)");
+            if std::env::var("PAI_REQUIRE_LAB").as_deref() == Ok("1") {
+                panic!("{msg} (PAI_REQUIRE_LAB=1 forbids skipping)");
+            }
+            let _ = writeln!(std::io::stderr(), "{msg}");
+            return None;
+        }
+        let mut file = tempfile::Builder::new().suffix(".json").tempfile().ok()?;
+        file.write_all(fixtures.to_string().as_bytes()).ok()?;
+        let port = free_port();
+        let child = Command::new(lab_dir().join("run-aimock.sh"))
+            .env("AIMOCK_PORT", port.to_string())
+            .env("AIMOCK_FIXTURES", file.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let me = PrivateAimock {
+            port,
+            child,
+            _fixtures: file,
+        };
+        let end = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() > end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(me)
+    }
+}
+
+impl Drop for PrivateAimock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -204,3 +204,56 @@ fn a_panic_restores_the_terminal_and_reports() {
     assert_eq!(t.pane("mouse_any_flag"), "0", "mouse capture was released");
     assert_eq!(t.pane("cursor_flag"), "1", "the cursor is visible again");
 }
+
+/// Agent mode in the real TUI: the model (aimock) asks for `list_dir`, whose
+/// policy is `ask`; the approval prompt appears, the user approves, the tool
+/// runs in the workspace, the answer follows, and the record has it all.
+#[test]
+fn tui_agent_mode_asks_before_running_a_tool() {
+    if !tmux_or_skip("tui_agent_mode_asks_before_running_a_tool") {
+        return;
+    }
+    let fixtures = serde_json::json!({"fixtures": [
+        {"match": {"userMessage": "list the files here", "hasToolResult": false},
+         "response": {"toolCalls": [{"name": "list_dir", "arguments": {"path": "."}}]}},
+        {"match": {"userMessage": "list the files here", "hasToolResult": true},
+         "response": {"content": "The folder holds README.md and notes.txt."}}
+    ]});
+    let Some(mock) = crate::support::PrivateAimock::start("tui_agent_mode_asks_before_running_a_tool", &fixtures)
+    else {
+        return;
+    };
+    let s = Sandbox::new();
+    std::fs::write(s.path().join("README.md"), "# demo\n").unwrap();
+    std::fs::write(s.path().join("notes.txt"), "notes\n").unwrap();
+    s.config(&format!(
+        "[defaults]\nendpoint = \"mock\"\nsmooth = false\n[endpoints.mock]\nbase_url = \"http://127.0.0.1:{}/v1\"\nmodel = \"gpt-4o\"\n[tools.policy]\nlist_dir = \"ask\"\n",
+        mock.port
+    ));
+    let t = Tmux::start(&pai_cmd(&s), 100, 30).expect("tmux session");
+    t.wait_for("the welcome screen", T, |s| s.contains("pai — Polyglot AI"));
+    t.type_text("/agent on");
+    t.key("Enter");
+    t.wait_for("agent mode", T, |s| s.contains("Agent │"));
+    t.type_text("list the files here and summarise the README");
+    t.key("Enter");
+    let screen = t.wait_for("the approval prompt", T, |s| s.contains("approve this tool call?"));
+    assert!(
+        screen.contains("list_dir") && screen.contains("\"path\": \".\""),
+        "{screen}"
+    );
+    assert!(screen.contains("Awaiting approval"), "{screen}");
+    t.key("y");
+    let screen = t.wait_for("the answer", T, |s| {
+        s.contains("README.md and notes.txt.") && s.contains("Idle")
+    });
+    assert!(screen.contains("✓ list_dir") && screen.contains("approved"), "{screen}");
+    t.type_text("/quit");
+    t.key("Enter");
+    t.wait_for_in("pai to exit", T, true, |s| s.contains("PAI-EXIT=0"));
+    let d = &s.sessions()[0];
+    let t1: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("0001-turn.json")).unwrap()).unwrap();
+    assert_eq!(t1["tool_runs"][0]["tool"], "list_dir");
+    assert_eq!(t1["tool_runs"][0]["approval"], "approved");
+    assert!(t1["tool_runs"][0]["result"].as_str().unwrap().contains("README.md"));
+}

@@ -33,6 +33,7 @@ fn request() -> ChatRequest {
         params: Params {
             temperature: Some(0.5),
             max_tokens: Some(12),
+            tool_choice: None,
         },
     }
 }

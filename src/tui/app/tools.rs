@@ -2,7 +2,6 @@
 //! tools, MCP servers), the registry the agent gets, and the tool and
 //! approval events of an agent run.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,23 +11,10 @@ use crate::orchestration::TurnRef;
 use crate::orchestration::agent::ApprovalRequest;
 use crate::tools::approval::SessionApprovals;
 use crate::tools::mcp::McpStatus;
-use crate::tools::{PolicedTool, Policy, ServerTools, ToolRegistry, Workspace};
+use crate::tools::{ServerTools, ToolEnv, ToolRegistry, Workspace};
 use crate::tui::approval::ApprovalUi;
 use crate::tui::mode::Transition;
 use crate::tui::transcript::{EntryKind, NoticeLevel, ToolBlock};
-
-/// Everything tools need, fixed for the session.
-#[derive(Clone)]
-pub struct ToolEnv {
-    pub workspace: Arc<Workspace>,
-    /// Built-in and custom tools with their policies.
-    pub base: Vec<PolicedTool>,
-    /// `[tools.policy]`: per-name overrides (MCP tools too).
-    pub overrides: BTreeMap<String, Policy>,
-    pub max_steps: u32,
-    pub tool_timeout: Duration,
-    pub output_limit: usize,
-}
 
 /// What an agent run needs from the app; the runner adds the approver.
 #[derive(Clone)]
@@ -79,19 +65,10 @@ impl App {
     }
 
     fn rebuild_registry(&mut self) {
-        let mut r = ToolRegistry::new();
-        if let Some(env) = &self.tool_env {
-            for (t, p) in &env.base {
-                r.insert(t.clone(), *p);
-            }
-            for (server, tools) in &self.mcp_tools {
-                r.insert_server(server, tools.clone());
-            }
-            for (name, p) in &env.overrides {
-                r.set_policy(name, *p);
-            }
-        }
-        self.registry = Arc::new(r);
+        self.registry = Arc::new(match &self.tool_env {
+            Some(env) => env.registry(&self.mcp_tools),
+            None => ToolRegistry::new(),
+        });
     }
 
     /// The plan for an agent run of `prompt` (`@server` limits the tools).
