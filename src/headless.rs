@@ -117,6 +117,10 @@ impl Printer<'_, '_> {
                 }
                 self.err_buf.push_str(&terminal_safe(r));
             }
+            StreamEvent::Notice(n) if self.io.err_is_tty => {
+                self.end_reasoning();
+                self.err_buf.push_str(&format!("pai: {}\n", terminal_safe(n)));
+            }
             StreamEvent::Retrying { attempt, delay, reason } if self.io.err_is_tty => {
                 self.end_reasoning();
                 self.err_buf.push_str(&format!(

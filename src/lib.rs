@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod conversation;
 pub mod headless;
+pub mod launch;
 pub mod orchestration;
 pub mod protocols;
 pub mod records;

@@ -81,6 +81,21 @@ pub struct EndpointConfig {
     pub prompt_template: Option<String>,
     /// Extra stop sequences sent with every request.
     pub stop: Vec<String>,
+    /// Start a local server on first use when nothing answers.
+    pub launch: Option<LaunchConfig>,
+}
+
+/// A local model server pai starts on first use and stops on exit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchConfig {
+    /// Program and arguments; `pai-local-llm` is pai's built-in SmolLM2 launcher.
+    pub command: Vec<String>,
+    /// Where it runs: the config file's folder.
+    pub cwd: PathBuf,
+    /// Answers 2xx once the server is ready (default `{base_url}/models`).
+    pub health_url: String,
+    /// Longest wait for it (a first run may install things).
+    pub timeout: Duration,
 }
 
 impl EndpointConfig {
@@ -104,6 +119,7 @@ impl EndpointConfig {
             max_retries: Self::DEFAULT_RETRIES,
             prompt_template: None,
             stop: Vec::new(),
+            launch: None,
         }
     }
 
@@ -247,7 +263,7 @@ pub fn parse(src: &str, source: ConfigSource, base_dir: &Path) -> Result<Config,
         }
     }
     for (name, ep) in &raw.endpoints {
-        let e = endpoint(&cx, name, ep)?;
+        let e = endpoint(&cx, name, ep, base_dir)?;
         endpoints.insert(name.clone(), e);
     }
     if endpoints.is_empty() {
@@ -355,7 +371,57 @@ fn seconds(cx: &ErrorContext, v: &Option<Spanned<f64>>, key: &str, default: Dura
     Ok(Duration::from_secs_f64(s))
 }
 
-fn endpoint(cx: &ErrorContext, name: &str, ep: &Spanned<RawEndpoint>) -> Result<EndpointConfig, ConfigError> {
+fn launch(
+    cx: &ErrorContext,
+    ep: &RawEndpoint,
+    base_url: &str,
+    base_dir: &Path,
+) -> Result<Option<LaunchConfig>, ConfigError> {
+    let Some(cmd) = &ep.launch else {
+        if let Some(h) = &ep.launch_health_url {
+            return Err(cx.at(
+                h.span(),
+                "launch_health_url without launch",
+                Some("add launch = [\"program\", \"args…\"] or remove it".into()),
+            ));
+        }
+        return Ok(None);
+    };
+    let command = cmd.get_ref().clone();
+    if command.is_empty() || command[0].trim().is_empty() {
+        return Err(cx.at(
+            cmd.span(),
+            "launch is empty",
+            Some("write the program and its arguments, e.g. [\"pai-local-llm\", \"--port\", \"8080\"]".into()),
+        ));
+    }
+    let health_url = match &ep.launch_health_url {
+        Some(h) => match reqwest::Url::parse(h.get_ref()) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") => h.get_ref().clone(),
+            _ => {
+                return Err(cx.at(
+                    h.span(),
+                    format!("launch_health_url `{}` is not an http(s) URL", h.get_ref()),
+                    None,
+                ));
+            }
+        },
+        None => format!("{}/models", base_url.trim_end_matches('/')),
+    };
+    Ok(Some(LaunchConfig {
+        command,
+        cwd: base_dir.to_path_buf(),
+        health_url,
+        timeout: seconds(cx, &ep.launch_timeout_s, "launch_timeout_s", Duration::from_secs(900))?,
+    }))
+}
+
+fn endpoint(
+    cx: &ErrorContext,
+    name: &str,
+    ep: &Spanned<RawEndpoint>,
+    base_dir: &Path,
+) -> Result<EndpointConfig, ConfigError> {
     let span: Range<usize> = ep.span();
     let ep = ep.get_ref();
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
@@ -469,6 +535,7 @@ fn endpoint(cx: &ErrorContext, name: &str, ep: &Spanned<RawEndpoint>) -> Result<
         max_retries,
         prompt_template,
         stop,
+        launch: launch(cx, ep, url, base_dir)?,
     })
 }
 

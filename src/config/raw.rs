@@ -90,6 +90,9 @@ pub struct RawEndpoint {
     pub max_retries: Option<Spanned<i64>>,
     pub prompt_template: Option<Spanned<String>>,
     pub stop: Option<Vec<Spanned<String>>>,
+    pub launch: Option<Spanned<Vec<String>>>,
+    pub launch_health_url: Option<Spanned<String>>,
+    pub launch_timeout_s: Option<Spanned<f64>>,
 }
 
 /// Every key each table accepts, for "did you mean" hints.
@@ -137,5 +140,8 @@ pub const ENDPOINT_KEYS: &[&str] = &[
     "idle_timeout_s",
     "max_retries",
     "prompt_template",
+    "launch",
+    "launch_health_url",
+    "launch_timeout_s",
     "stop",
 ];

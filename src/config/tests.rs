@@ -35,6 +35,38 @@ fn shipped_example_is_the_valid_default() {
     assert_eq!(local.base_url, "http://127.0.0.1:8080/v1");
     assert_eq!(c.defaults.sessions_dir, PathBuf::from("/data/sessions"));
     assert!(c.defaults.smooth);
+    let launch = local.launch.as_ref().expect("the shipped local endpoint is managed");
+    assert_eq!(launch.command, ["pai-local-llm", "--port", "8080"]);
+    assert_eq!(launch.health_url, "http://127.0.0.1:8080/v1/models");
+    assert_eq!(launch.cwd, PathBuf::from("/data"));
+}
+
+#[test]
+fn launch_keys_resolve_and_are_checked() {
+    let c = parse_str(&format!(
+        "{EP}launch = [\"llama-server\", \"-m\", \"m.gguf\"]\nlaunch_health_url = \"http://127.0.0.1:8080/health\"\nlaunch_timeout_s = 30\n"
+    ))
+    .unwrap();
+    let l = c.endpoints["local"].launch.clone().unwrap();
+    assert_eq!(l.command, ["llama-server", "-m", "m.gguf"]);
+    assert_eq!(l.health_url, "http://127.0.0.1:8080/health");
+    assert_eq!(l.timeout, Duration::from_secs(30));
+    assert_eq!(l.cwd, PathBuf::from("/cfg"));
+
+    let (line, _, msg, hint) = invalid(&format!("{EP}launch = []\n"));
+    assert_eq!(line, 3);
+    assert!(msg.contains("launch is empty"), "{msg}");
+    assert!(hint.contains("pai-local-llm"), "{hint}");
+
+    let (line, _, msg, hint) = invalid(&format!("{EP}launch_health_url = \"http://x/health\"\n"));
+    assert_eq!(line, 3);
+    assert!(msg.contains("launch_health_url without launch"), "{msg}");
+    assert!(hint.contains("launch = "), "{hint}");
+
+    let (_, _, msg, _) = invalid(&format!("{EP}launch = [\"x\"]\nlaunch_health_url = \"ftp://x\"\n"));
+    assert!(msg.contains("not an http(s) URL"), "{msg}");
+    let (_, _, msg, _) = invalid(&format!("{EP}launch = [\"x\"]\nlaunch_timeout_s = -1\n"));
+    assert!(msg.contains("launch_timeout_s"), "{msg}");
 }
 
 #[test]

@@ -75,6 +75,7 @@ pub async fn stream_turn(ctx: TurnContext, sink: &EventSink, cancel: Cancellatio
                         stats.on_finish(reason);
                     }
                     StreamEvent::Retrying { .. } => stats.on_retry(),
+                    StreamEvent::Notice(_) => {}
                 }
                 emit(
                     sink,

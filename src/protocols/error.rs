@@ -53,6 +53,8 @@ pub enum ProtocolError {
     Unsupported(String),
     #[error("invalid endpoint settings: {0}")]
     Config(String),
+    #[error("{0}")]
+    Launch(String),
 }
 
 fn detail_suffix(d: &str) -> String {
@@ -114,7 +116,8 @@ impl ProtocolError {
             | ProtocolError::Server { .. }
             | ProtocolError::Cancelled
             | ProtocolError::Unsupported(_)
-            | ProtocolError::Config(_) => false,
+            | ProtocolError::Config(_)
+            | ProtocolError::Launch(_) => false,
         }
     }
 
@@ -151,6 +154,7 @@ impl ProtocolError {
             ProtocolError::Cancelled => "cancelled".into(),
             ProtocolError::Unsupported(_) => "unsupported".into(),
             ProtocolError::Config(_) => "bad settings".into(),
+            ProtocolError::Launch(_) => "local server failed".into(),
         }
     }
 }

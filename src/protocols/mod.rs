@@ -36,6 +36,21 @@ pub const PROTOCOL_NAMES: &[&str] = &["openai", "openai-completions", "anthropic
 
 /// Build the adapter for an endpoint. Adding a provider = one module + one arm here.
 pub fn build_adapter(cfg: &EndpointConfig, secrets: &Secrets) -> Result<Arc<dyn ProtocolAdapter>, ProtocolError> {
+    let adapter = protocol_adapter(cfg, secrets)?;
+    // An endpoint with `launch` starts its server on first use.
+    Ok(match &cfg.launch {
+        Some(launch) => {
+            let data_dir = directories::ProjectDirs::from("", "", "polyglot")
+                .map(|d| d.data_dir().to_path_buf())
+                .unwrap_or_else(std::env::temp_dir);
+            let launcher = Arc::new(crate::launch::Launcher::new(&cfg.name, launch.clone(), data_dir));
+            Arc::new(crate::launch::LaunchingAdapter::new(adapter, launcher))
+        }
+        None => adapter,
+    })
+}
+
+fn protocol_adapter(cfg: &EndpointConfig, secrets: &Secrets) -> Result<Arc<dyn ProtocolAdapter>, ProtocolError> {
     match cfg.protocol.as_str() {
         "openai" => Ok(Arc::new(openai::OpenAiChat::new(cfg, secrets))),
         "openai-completions" => Ok(Arc::new(openai_completions::OpenAiCompletions::new(cfg, secrets)?)),
@@ -93,6 +108,8 @@ pub enum StreamEvent {
         delay: Duration,
         reason: String,
     },
+    /// Progress worth showing before the answer (a local server starting).
+    Notice(String),
 }
 
 impl StreamEvent {
@@ -104,7 +121,10 @@ impl StreamEvent {
             | StreamEvent::ToolCallStart { .. }
             | StreamEvent::ToolCallDelta { .. }
             | StreamEvent::ToolCall(_) => true,
-            StreamEvent::Usage(_) | StreamEvent::Finished(_) | StreamEvent::Retrying { .. } => false,
+            StreamEvent::Usage(_)
+            | StreamEvent::Finished(_)
+            | StreamEvent::Retrying { .. }
+            | StreamEvent::Notice(_) => false,
         }
     }
 }
@@ -158,7 +178,8 @@ pub trait ProtocolAdapter: Send + Sync {
                     StreamEvent::Finished(f) => c.finish_reason = Some(f),
                     StreamEvent::ToolCallStart { .. }
                     | StreamEvent::ToolCallDelta { .. }
-                    | StreamEvent::Retrying { .. } => {}
+                    | StreamEvent::Retrying { .. }
+                    | StreamEvent::Notice(_) => {}
                 }
             }
             Ok(c)

@@ -473,3 +473,34 @@ mod agent {
         );
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_launch_notice_shows_in_the_waiting_answer_and_clears_on_output() {
+    let script = || {
+        vec![
+            Scripted::Event(StreamEvent::Notice(
+                "starting `local` (pai-local-llm) — waiting for it, 5s".into(),
+            )),
+            Scripted::Pause(Duration::from_secs(60)),
+            Scripted::Event(StreamEvent::Text("Hi there".into())),
+            Scripted::Pause(Duration::from_secs(60)),
+            Scripted::Event(StreamEvent::Text("!".into())),
+        ]
+    };
+    // TurnStarted, then the notice: still waiting, the notice on the answer.
+    let mut app = test_app();
+    play(&mut app, "Say hi", script(), Some(2)).await;
+    assert_eq!(app.modes.activity(), Activity::Waiting);
+    let t = frame(&mut app, 80, 12);
+    assert!(format!("{:?}", t.backend()).contains("starting `local` (pai-local-llm)"));
+    insta::assert_snapshot!(t.backend());
+    // The first token replaces it.
+    let mut app = test_app();
+    play(&mut app, "Say hi", script(), Some(3)).await;
+    assert_eq!(app.modes.activity(), Activity::Streaming);
+    let screen = format!("{:?}", frame(&mut app, 80, 12).backend());
+    assert!(
+        screen.contains("Hi there") && !screen.contains("pai-local-llm"),
+        "{screen}"
+    );
+}

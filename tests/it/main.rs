@@ -3,6 +3,7 @@
 
 mod agent;
 mod cli;
+mod launch;
 mod local_llm;
 mod mcp;
 mod protocols_real;

@@ -257,3 +257,90 @@ fn tui_agent_mode_asks_before_running_a_tool() {
     assert_eq!(t1["tool_runs"][0]["approval"], "approved");
     assert!(t1["tool_runs"][0]["result"].as_str().unwrap().contains("README.md"));
 }
+
+/// One conversation carried across three protocols with `/endpoint`: OpenAI
+/// chat and Anthropic Messages against the REAL local LLM, Ollama's native
+/// API against aimock. Each later request carries the whole history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tui_one_conversation_across_openai_anthropic_and_ollama() {
+    let test = "tui_one_conversation_across_openai_anthropic_and_ollama";
+    if !tmux_or_skip(test) {
+        return;
+    }
+    let (Some(llm), Some(mock)) = (lab_llm_port(test), lab_aimock_port(test)) else {
+        return;
+    };
+    let s = Sandbox::new();
+    s.config(&format!(
+        "[defaults]\nendpoint = \"oa\"\nmax_tokens = 16\nsmooth = false\n\
+         [endpoints.oa]\nbase_url = \"http://127.0.0.1:{llm}/v1\"\nmodel = \"smollm2\"\nfirst_token_timeout_s = 300\n\
+         [endpoints.an]\nprotocol = \"anthropic\"\nbase_url = \"http://127.0.0.1:{llm}\"\nmodel = \"smollm2\"\nfirst_token_timeout_s = 300\n\
+         [endpoints.ol]\nprotocol = \"ollama\"\nbase_url = \"http://127.0.0.1:{mock}\"\nmodel = \"llama3.2\"\n"
+    ));
+    let cmd = pai_cmd(&s);
+    let dir = s.path().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let t = Tmux::start(&cmd, 110, 40).expect("tmux session");
+        t.wait_for("the welcome screen", T, |s| s.contains("pai — Polyglot AI"));
+        let long = Duration::from_secs(240);
+        t.type_text("Say hi");
+        t.key("Enter");
+        t.wait_for("the OpenAI answer", long, |s| {
+            s.contains("● smollm2 · oa") && s.contains("Idle")
+        });
+        t.type_text("/endpoint an");
+        t.key("Enter");
+        t.wait_for("the switch to an", T, |s| s.contains("an · smollm2"));
+        t.type_text("Say it again");
+        t.key("Enter");
+        t.wait_for("the Anthropic answer", long, |s| {
+            s.contains("● smollm2 · an") && s.contains("Idle")
+        });
+        t.type_text("/endpoint ol");
+        t.key("Enter");
+        t.wait_for("the switch to ol", T, |s| s.contains("ol · llama3.2"));
+        t.type_text("hello");
+        t.key("Enter");
+        t.wait_for("the Ollama answer", T, |s| {
+            s.contains("Hello! How can I help you today?")
+        });
+        t.key("C-d");
+        let screen = t.wait_for_in("pai to exit", T, true, |s| s.contains("PAI-EXIT="));
+        assert!(screen.contains("PAI-EXIT=0"), "{screen}");
+    })
+    .await
+    .unwrap();
+    let session = std::fs::read_dir(dir.join("sessions"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let turns: Vec<serde_json::Value> = (1..=3).map(|n| turn_json(&session, n)).collect();
+    let endpoints: Vec<&str> = turns.iter().map(|t| t["endpoint"].as_str().unwrap()).collect();
+    assert_eq!(endpoints, ["oa", "an", "ol"]);
+    for t in &turns {
+        assert_eq!(t["status"], "completed", "{t}");
+        assert!(!t["response"]["text"].as_str().unwrap().trim().is_empty(), "{t}");
+    }
+    // The third request, on Ollama, carried both earlier exchanges verbatim.
+    let msgs = turns[2]["request"]["messages"].as_array().unwrap();
+    let texts: Vec<(&str, &str)> = msgs
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .filter(|(r, _)| *r != "system")
+        .collect();
+    let a1 = turns[0]["response"]["text"].as_str().unwrap();
+    let a2 = turns[1]["response"]["text"].as_str().unwrap();
+    assert_eq!(
+        texts,
+        [
+            ("user", "Say hi"),
+            ("assistant", a1),
+            ("user", "Say it again"),
+            ("assistant", a2),
+            ("user", "hello")
+        ]
+    );
+    assert_eq!(turns[2]["response"]["text"], "Hello! How can I help you today?");
+}

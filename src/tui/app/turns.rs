@@ -215,6 +215,11 @@ impl App {
                     a.retry_note = Some(format!("{reason} — retry {attempt} in {:.1}s", delay.as_secs_f64()));
                 }
             }
+            StreamEvent::Notice(n) => {
+                if let Some(a) = self.transcript.answer_mut(turn) {
+                    a.retry_note = Some(n.clone());
+                }
+            }
         }
         if first {
             let _ = self.modes.apply(Transition::FirstOutput);
