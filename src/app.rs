@@ -222,6 +222,7 @@ fn resolve<'a>(
             temperature: common.temperature.or(config.defaults.temperature),
             max_tokens: common.max_tokens.or(config.defaults.max_tokens),
             tool_choice: None,
+            response_schema: None,
         },
     ))
 }

@@ -131,6 +131,11 @@ pub struct Params {
     /// `required`, one call at a time (`parallel_tool_calls: false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<String>,
+    /// Ask for a JSON answer matching this schema where the protocol can
+    /// enforce it (OpenAI `response_format`, Ollama `format`); others rely on
+    /// the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<serde_json::Value>,
 }
 
 /// What was sent to the model for one turn (never contains secrets).
@@ -205,6 +210,12 @@ pub struct Turn {
     /// Tools this turn's calls ran (agent mode), with approvals and corrections.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_runs: Vec<ToolRun>,
+    /// Judge turns: the ruling read from this answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ruling: Option<Box<crate::verdict::Ruling>>,
+    /// The last judge turn: the verdict over all orders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Box<crate::verdict::Verdict>>,
 }
 
 impl Turn {

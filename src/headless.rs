@@ -103,6 +103,7 @@ impl Printer<'_, '_> {
             OrchestratorEvent::TurnFinished { .. }
             | OrchestratorEvent::ToolOutput { .. }
             | OrchestratorEvent::ApprovalNeeded { .. }
+            | OrchestratorEvent::Arena(_)
             | OrchestratorEvent::AgentFinished { .. } => return,
         };
         match event {

@@ -18,3 +18,4 @@ pub mod testkit;
 pub mod tools;
 pub mod tui;
 pub mod util;
+pub mod verdict;

@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 
 use crate::util::suggest::closest;
 
-use super::raw::{CUSTOM_TOOL_KEYS, DEFAULTS_KEYS, ENDPOINT_KEYS, MCP_KEYS, TOOLS_KEYS, TOP_KEYS};
+use super::raw::{
+    ARENA_KEYS, CUSTOM_TOOL_KEYS, DEFAULTS_KEYS, ENDPOINT_KEYS, JUDGE_KEYS, MCP_KEYS, PARTICIPANT_KEYS, TOOLS_KEYS,
+    TOP_KEYS,
+};
 
 /// A problem with the configuration; `Display` is one actionable line.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -41,7 +44,7 @@ fn table_at(src: &str, offset: usize) -> Option<String> {
         .lines()
         .rev()
         .map(str::trim)
-        .find(|l| l.starts_with('[') && !l.starts_with("[["))
+        .find(|l| l.starts_with('['))
         .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string())
 }
 
@@ -76,6 +79,11 @@ impl ErrorContext<'_> {
                 Some("tools") => ("in [tools]".into(), TOOLS_KEYS),
                 Some(t) if t.starts_with("tools.custom.") => (format!("in [{t}]"), CUSTOM_TOOL_KEYS),
                 Some(t) if t.starts_with("mcp.") => (format!("in [{t}]"), MCP_KEYS),
+                Some(t) if t.starts_with("arenas.") && t.ends_with(".participants") => {
+                    (format!("in [[{t}]]"), PARTICIPANT_KEYS)
+                }
+                Some(t) if t.starts_with("arenas.") && t.ends_with(".judge") => (format!("in [{t}]"), JUDGE_KEYS),
+                Some(t) if t.starts_with("arenas.") => (format!("in [{t}]"), ARENA_KEYS),
                 Some(t) => (format!("in [{t}]"), &[][..]),
             };
             let hint = match closest(key, keys.iter().copied()) {

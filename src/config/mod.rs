@@ -4,6 +4,7 @@
 //! column and a fix; the program never runs half-configured. Secrets are never
 //! read from the file: only the NAMES of environment variables that hold them.
 
+mod arena;
 mod env;
 mod error;
 mod raw;
@@ -14,6 +15,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use arena::{ArenaConfig, DEFAULT_CRITERIA, DEFAULT_MAX_TURNS, JudgeConfig, ParticipantConfig};
 pub use env::{Secrets, parse_dotenv};
 use error::ErrorContext;
 pub use error::{ConfigError, line_col};
@@ -138,6 +140,7 @@ pub struct Config {
     pub endpoints: BTreeMap<String, EndpointConfig>,
     pub tools: ToolsConfig,
     pub mcp: BTreeMap<String, McpServerConfig>,
+    pub arenas: BTreeMap<String, ArenaConfig>,
 }
 
 impl Config {
@@ -317,6 +320,7 @@ pub fn parse(src: &str, source: ConfigSource, base_dir: &Path) -> Result<Config,
         None => 12,
     };
     let (tools, mcp) = tools::resolve(&cx, &raw.tools, &raw.mcp)?;
+    let arenas = arena::resolve(&cx, &raw.arenas, &endpoints)?;
     let resolve = |p: &str| {
         let p = expand_home(p);
         if p.is_absolute() { p } else { base_dir.join(p) }
@@ -337,6 +341,7 @@ pub fn parse(src: &str, source: ConfigSource, base_dir: &Path) -> Result<Config,
         endpoints,
         tools,
         mcp,
+        arenas,
     })
 }
 

@@ -17,6 +17,36 @@ pub struct RawConfig {
     pub tools: RawTools,
     #[serde(default)]
     pub mcp: BTreeMap<String, Spanned<RawMcp>>,
+    #[serde(default)]
+    pub arenas: BTreeMap<String, Spanned<RawArena>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawArena {
+    pub participants: Spanned<Vec<Spanned<RawParticipant>>>,
+    pub judge: Option<Spanned<RawJudge>>,
+    pub max_turns: Option<Spanned<i64>>,
+    pub opening: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawParticipant {
+    pub name: Option<Spanned<String>>,
+    pub endpoint: Spanned<String>,
+    pub model: Option<String>,
+    pub system: Option<String>,
+    pub temperature: Option<Spanned<f64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawJudge {
+    pub endpoint: Spanned<String>,
+    pub model: Option<String>,
+    pub prompt: Option<String>,
+    pub criteria: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -96,7 +126,10 @@ pub struct RawEndpoint {
 }
 
 /// Every key each table accepts, for "did you mean" hints.
-pub const TOP_KEYS: &[&str] = &["defaults", "endpoints", "tools", "mcp"];
+pub const TOP_KEYS: &[&str] = &["defaults", "endpoints", "tools", "mcp", "arenas"];
+pub const ARENA_KEYS: &[&str] = &["participants", "judge", "max_turns", "opening"];
+pub const PARTICIPANT_KEYS: &[&str] = &["name", "endpoint", "model", "system", "temperature"];
+pub const JUDGE_KEYS: &[&str] = &["endpoint", "model", "prompt", "criteria"];
 pub const DEFAULTS_KEYS: &[&str] = &[
     "endpoint",
     "model",

@@ -290,3 +290,76 @@ fn prompt_template_presets_and_protocols_are_checked() {
     assert!(msg.contains("unknown key `stops`"), "{msg}");
     assert!(hint.contains("did you mean `stop`"), "{hint}");
 }
+
+const ARENA: &str = "[endpoints.local]\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"smollm2\"\n[endpoints.other]\nbase_url = \"http://127.0.0.1:8081/v1\"\n";
+
+#[test]
+fn an_arena_resolves_participants_judge_and_defaults() {
+    let c = parse_str(&format!(
+        "{ARENA}[arenas.debate]\nopening = \"Tabs or spaces?\"\nmax_turns = 4\n\
+         [[arenas.debate.participants]]\nname = \"Pro\"\nendpoint = \"local\"\nsystem = \"Argue for tabs.\"\n\
+         [[arenas.debate.participants]]\nendpoint = \"other\"\nmodel = \"qwen\"\ntemperature = 0.2\n\
+         [arenas.debate.judge]\nendpoint = \"local\"\ncriteria = [\"logic\"]\n"
+    ))
+    .unwrap();
+    let a = &c.arenas["debate"];
+    assert_eq!(a.max_turns, 4);
+    assert_eq!(a.opening.as_deref(), Some("Tabs or spaces?"));
+    assert_eq!(a.participants[0].name, "Pro");
+    assert_eq!(a.participants[0].model, "smollm2", "the endpoint's model");
+    assert_eq!(a.participants[0].system.as_deref(), Some("Argue for tabs."));
+    assert_eq!(a.participants[1].name, "qwen #2", "unnamed: model and position");
+    assert_eq!(a.participants[1].temperature, Some(0.2));
+    let j = a.judge.as_ref().unwrap();
+    assert_eq!((j.endpoint.as_str(), j.model.as_str()), ("local", "smollm2"));
+    assert_eq!(j.criteria, ["logic"]);
+    assert!(j.prompt.is_none());
+}
+
+#[test]
+fn arena_mistakes_point_at_the_line() {
+    let two = "[[arenas.a.participants]]\nendpoint = \"local\"\n[[arenas.a.participants]]\nendpoint = \"local\"\n";
+    let (_, _, msg, hint) = invalid(&format!("{ARENA}[[arenas.a.participants]]\nendpoint = \"local\"\n"));
+    assert!(msg.contains("at least two participants, it has 1"), "{msg}");
+    assert!(hint.contains("[[arenas.a.participants]]"), "{hint}");
+
+    let (line, _, msg, hint) = invalid(&format!("{ARENA}{two}[[arenas.a.participants]]\nendpoint = \"locl\"\n"));
+    assert_eq!(line, 11);
+    assert!(msg.contains("endpoint `locl` is not defined"), "{msg}");
+    assert!(hint.contains("did you mean `local`"), "{hint}");
+
+    let (_, _, msg, _) = invalid(&format!(
+        "{ARENA}[[arenas.a.participants]]\nendpoint = \"other\"\n[[arenas.a.participants]]\nendpoint = \"local\"\n"
+    ));
+    assert!(msg.contains("`other` has no default model"), "{msg}");
+
+    let (_, _, msg, _) = invalid(&format!(
+        "{ARENA}[[arenas.a.participants]]\nname = \"X\"\nendpoint = \"local\"\n[[arenas.a.participants]]\nname = \"x\"\nendpoint = \"local\"\n"
+    ));
+    assert!(msg.contains("are called `x`"), "{msg}");
+
+    let (line, _, msg, hint) = invalid(&format!("{ARENA}{two}[[arenas.a.participants]]\nendpont = \"local\"\n"));
+    assert_eq!(line, 11);
+    assert!(
+        msg.contains("unknown key `endpont` in [[arenas.a.participants]]"),
+        "{msg}"
+    );
+    assert!(hint.contains("did you mean `endpoint`"), "{hint}");
+
+    let (_, _, msg, hint) = invalid(&format!("{ARENA}[arenas.a]\nmax_turn = 3\n{two}"));
+    assert!(msg.contains("unknown key `max_turn` in [arenas.a]"), "{msg}");
+    assert!(hint.contains("did you mean `max_turns`"), "{hint}");
+
+    let (_, _, msg, _) = invalid(&format!("{ARENA}[arenas.a]\nmax_turns = 0\n{two}"));
+    assert!(msg.contains("max_turns = 0 is invalid"), "{msg}");
+
+    let (_, _, msg, hint) = invalid(&format!(
+        "{ARENA}{two}[arenas.a.judge]\nendpoint = \"local\"\ncriterias = []\n"
+    ));
+    assert!(msg.contains("unknown key `criterias` in [arenas.a.judge]"), "{msg}");
+    assert!(hint.contains("criteria"), "{hint}");
+    let (_, _, msg, _) = invalid(&format!(
+        "{ARENA}{two}[arenas.a.judge]\nendpoint = \"local\"\ncriteria = []\n"
+    ));
+    assert!(msg.contains("criteria must be a list"), "{msg}");
+}

@@ -130,6 +130,8 @@ pub async fn stream_turn(ctx: TurnContext, sink: &EventSink, cancel: Cancellatio
         response,
         stats: request_stats,
         tool_runs: Vec::new(),
+        ruling: None,
+        verdict: None,
     };
     match (status, error) {
         (TurnStatus::Completed, _) => TurnOutcome::Completed(turn),

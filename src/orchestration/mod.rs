@@ -5,7 +5,10 @@
 //! files: front ends render events, records persist outcomes.
 
 pub mod agent;
+pub mod arena;
 pub mod chat;
+pub mod compare;
+pub mod judge;
 
 use std::sync::Arc;
 
@@ -60,6 +63,8 @@ pub enum OrchestratorEvent {
         turn: TurnRef,
         run: Box<ToolRun>,
     },
+    /// Arena progress: pauses, the end of the exchange, the verdict.
+    Arena(arena::ArenaEvent),
     /// An agent run is over (after its last step's `TurnFinished`).
     AgentFinished {
         turn: TurnRef,
@@ -101,6 +106,12 @@ impl TurnOutcome {
     }
 
     pub fn into_turn(self) -> Turn {
+        match self {
+            TurnOutcome::Completed(t) | TurnOutcome::Cancelled(t) | TurnOutcome::Failed { turn: t, .. } => t,
+        }
+    }
+
+    pub fn turn_mut(&mut self) -> &mut Turn {
         match self {
             TurnOutcome::Completed(t) | TurnOutcome::Cancelled(t) | TurnOutcome::Failed { turn: t, .. } => t,
         }

@@ -101,6 +101,9 @@ pub fn request_body(req: &ChatRequest, stop: &[String]) -> Value {
     if !options.is_empty() {
         body["options"] = Value::Object(options);
     }
+    if let Some(schema) = &req.params.response_schema {
+        body["format"] = schema.clone();
+    }
     if !req.tools.is_empty() {
         body["tools"] = req
             .tools

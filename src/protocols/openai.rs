@@ -77,6 +77,10 @@ pub fn request_body(req: &ChatRequest) -> Value {
             body["parallel_tool_calls"] = json!(false);
         }
     }
+    if let Some(schema) = &req.params.response_schema {
+        body["response_format"] =
+            json!({"type": "json_schema", "json_schema": {"name": "answer", "strict": true, "schema": schema}});
+    }
     if !req.tools.is_empty() {
         body["tools"] = req
             .tools

@@ -21,6 +21,7 @@ fn turn(id: u32, prompt: &str, answer: &str) -> Turn {
                 temperature: Some(0.7),
                 max_tokens: None,
                 tool_choice: None,
+                response_schema: None,
             },
         },
         response: TurnResponse {
@@ -41,6 +42,8 @@ fn turn(id: u32, prompt: &str, answer: &str) -> Turn {
             retries: 0,
         },
         tool_runs: vec![],
+        ruling: None,
+        verdict: None,
     }
 }
 

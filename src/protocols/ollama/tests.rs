@@ -42,6 +42,7 @@ fn request() -> ChatRequest {
             temperature: Some(0.5),
             max_tokens: Some(12),
             tool_choice: None,
+            response_schema: None,
         },
     }
 }
@@ -233,6 +234,10 @@ fn tools_and_tool_messages_use_ollama_shapes() {
     );
     assert_eq!(b["messages"][5], json!({"role":"tool","content":"?"}));
     assert!(b.get("options").is_none());
+    assert!(b.get("format").is_none());
+    let mut req = req;
+    req.params.response_schema = Some(json!({"type":"object"}));
+    assert_eq!(request_body(&req, &[])["format"], json!({"type":"object"}));
 }
 
 #[tokio::test]

@@ -34,6 +34,7 @@ fn request() -> ChatRequest {
             temperature: Some(0.5),
             max_tokens: Some(12),
             tool_choice: None,
+            response_schema: None,
         },
     }
 }
@@ -175,6 +176,18 @@ async fn tool_definitions_and_tool_messages_use_openai_shapes() {
         b["messages"][3],
         serde_json::json!({"role":"tool","tool_call_id":"c1","content":"21C"})
     );
+}
+
+#[test]
+fn a_response_schema_becomes_a_strict_json_schema_response_format() {
+    let mut req = request();
+    let schema = serde_json::json!({"type":"object","properties":{"winner":{"type":"string"}},"required":["winner"],"additionalProperties":false});
+    assert!(request_body(&req).get("response_format").is_none());
+    req.params.response_schema = Some(schema.clone());
+    let b = request_body(&req);
+    assert_eq!(b["response_format"]["type"], "json_schema");
+    assert_eq!(b["response_format"]["json_schema"]["strict"], true);
+    assert_eq!(b["response_format"]["json_schema"]["schema"], schema);
 }
 
 #[tokio::test]

@@ -38,6 +38,7 @@ fn request() -> ChatRequest {
             temperature: Some(0.5),
             max_tokens: Some(12),
             tool_choice: None,
+            response_schema: None,
         },
     }
 }

@@ -123,6 +123,7 @@ impl App {
             }
             OrchestratorEvent::ToolOutput { turn, call_id, chunk } => self.on_tool_output(turn, &call_id, &chunk),
             OrchestratorEvent::ToolFinished { turn, run } => self.on_tool_finished(turn, *run),
+            OrchestratorEvent::Arena(_) => {}
             OrchestratorEvent::AgentFinished { turn, end } => {
                 let Some(live) = self.live.as_mut().filter(|l| l.agent && l.turn.turn_id <= turn.turn_id) else {
                     return;
