@@ -216,6 +216,30 @@ pub struct Turn {
     /// The last judge turn: the verdict over all orders.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Box<crate::verdict::Verdict>>,
+    /// Compare turns: how the user judged this answer against the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pick: Option<PickMark>,
+}
+
+/// The user's verdict on one compare answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PickMark {
+    Chosen,
+    Rejected,
+    Tie,
+    BothBad,
+}
+
+impl PickMark {
+    pub fn label(self) -> &'static str {
+        match self {
+            PickMark::Chosen => "✓ chosen",
+            PickMark::Rejected => "✗ not chosen",
+            PickMark::Tie => "= tie",
+            PickMark::BothBad => "✗ both bad",
+        }
+    }
 }
 
 impl Turn {

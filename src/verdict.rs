@@ -28,7 +28,7 @@ pub struct Ruling {
 /// The verdict after both orders.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
-    /// `endpoint · model` of the judge.
+    /// `model · endpoint` of the judge.
     pub judge: String,
     /// The winner when the rulings agree on one (or only one ruling could be read).
     pub winner: Option<String>,

@@ -32,6 +32,16 @@ pub struct Seat {
     pub adapter: Arc<dyn ProtocolAdapter>,
 }
 
+impl std::fmt::Debug for Seat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Seat")
+            .field("name", &self.name)
+            .field("endpoint", &self.endpoint)
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What was said, by whom (a seat index).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Utterance {
@@ -43,7 +53,7 @@ pub struct Utterance {
 }
 
 /// Everything an arena run needs.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ArenaSetup {
     pub arena: String,
     pub seats: Vec<Seat>,
@@ -100,7 +110,7 @@ pub struct ArenaOutcome {
 }
 
 /// Pause, resume and stop a running arena from the front end.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ArenaControl {
     paused: Arc<watch::Sender<bool>>,
     stop_turns: CancellationToken,
@@ -345,6 +355,34 @@ pub async fn run_arena(setup: ArenaSetup, sink: &EventSink, control: ArenaContro
         end,
         verdict,
     }
+}
+
+/// A judge asked after the fact (`/judge`): rules on `spoken`, then reports
+/// the verdict (unless stopped) and `Finished`, like the end of an arena run.
+pub async fn judge_later(
+    judge: JudgeSetup,
+    opening: String,
+    names: Vec<String>,
+    spoken: Vec<Utterance>,
+    first_turn_id: u32,
+    sink: &EventSink,
+    cancel: CancellationToken,
+) -> judge::JudgeOutcome {
+    let t = Transcript {
+        opening: &opening,
+        names: &names,
+        utterances: &spoken,
+    };
+    let out = judge::run_judge(&judge, &t, first_turn_id, sink, &cancel).await;
+    if !out.cancelled {
+        emit(
+            sink,
+            OrchestratorEvent::Arena(ArenaEvent::Verdict(Box::new(out.verdict.clone()))),
+        )
+        .await;
+    }
+    emit(sink, OrchestratorEvent::Arena(ArenaEvent::Finished)).await;
+    out
 }
 
 #[cfg(test)]

@@ -132,6 +132,7 @@ pub async fn stream_turn(ctx: TurnContext, sink: &EventSink, cancel: Cancellatio
         tool_runs: Vec::new(),
         ruling: None,
         verdict: None,
+        pick: None,
     };
     match (status, error) {
         (TurnStatus::Completed, _) => TurnOutcome::Completed(turn),

@@ -37,6 +37,27 @@ pub struct JudgeSetup {
     pub params: Params,
 }
 
+impl JudgeSetup {
+    /// A judge samples deterministically (temperature 0).
+    pub fn params(max_tokens: Option<u32>) -> Params {
+        Params {
+            temperature: Some(0.0),
+            max_tokens,
+            ..Params::default()
+        }
+    }
+}
+
+impl std::fmt::Debug for JudgeSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JudgeSetup")
+            .field("endpoint", &self.endpoint)
+            .field("model", &self.model)
+            .field("criteria", &self.criteria)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What the judge reads: the opening prompt and who said what, in order.
 #[derive(Debug, Clone, Copy)]
 pub struct Transcript<'a> {
@@ -291,7 +312,7 @@ pub async fn run_judge(
             break;
         }
     }
-    let verdict = combine(format!("{} · {}", setup.endpoint, setup.model), rulings);
+    let verdict = combine(format!("{} · {}", setup.model, setup.endpoint), rulings);
     if let Some((r, mut o)) = last.take() {
         if !cancelled {
             o.turn_mut().verdict = Some(Box::new(verdict.clone()));

@@ -228,7 +228,7 @@ async fn run_judge_asks_both_orders_and_records_rulings_and_verdict() {
         "A first, then B second: Pro both times"
     );
     assert_eq!(v.agree, Some(true));
-    assert_eq!(v.judge, "j · judge-model");
+    assert_eq!(v.judge, "judge-model · j");
     assert_eq!(v.scores["Pro"]["logic"], 7.0, "mean of 8 and 6");
     assert_eq!(v.scores["Con"]["style"], 5.5);
     assert_eq!(out.turns.len(), 2);

@@ -72,6 +72,23 @@ pub enum OrchestratorEvent {
     },
 }
 
+impl OrchestratorEvent {
+    /// The turn an event belongs to (arena progress belongs to the run).
+    pub fn turn(&self) -> Option<TurnRef> {
+        match self {
+            OrchestratorEvent::TurnStarted { turn, .. }
+            | OrchestratorEvent::Stream { turn, .. }
+            | OrchestratorEvent::TurnFinished { turn, .. }
+            | OrchestratorEvent::ApprovalNeeded { turn, .. }
+            | OrchestratorEvent::ToolStarted { turn, .. }
+            | OrchestratorEvent::ToolOutput { turn, .. }
+            | OrchestratorEvent::ToolFinished { turn, .. }
+            | OrchestratorEvent::AgentFinished { turn, .. } => Some(*turn),
+            OrchestratorEvent::Arena(_) => None,
+        }
+    }
+}
+
 /// Where orchestrators send events. Bounded: a fast stream waits for its front
 /// end instead of piling up in memory, and the front end renders in batches.
 pub type EventSink = mpsc::Sender<OrchestratorEvent>;

@@ -44,6 +44,7 @@ fn turn(id: u32, prompt: &str, answer: &str) -> Turn {
         tool_runs: vec![],
         ruling: None,
         verdict: None,
+        pick: None,
     }
 }
 

@@ -3,10 +3,14 @@
 //! [`Effect`]s that the runner carries out. Snapshot tests drive it directly.
 //! `turns` holds the life of a turn or agent run, `tools` the tool side.
 
+mod arena;
+mod compare;
 mod tools;
 mod turns;
 
 pub use crate::tools::ToolEnv;
+pub use arena::{ArenaState, JudgeJob};
+pub use compare::{CompareState, Pick};
 pub use tools::{AgentPlan, McpAction};
 
 use std::collections::HashMap;
@@ -48,6 +52,15 @@ pub enum Effect {
     StartTurn(Box<TurnContext>, CancellationToken),
     /// Run an agent turn (tools in a loop).
     StartAgent(Box<TurnContext>, CancellationToken, Box<AgentPlan>),
+    /// Run an arena (its turns, then its judge).
+    StartArena(
+        Box<crate::orchestration::arena::ArenaSetup>,
+        crate::orchestration::arena::ArenaControl,
+    ),
+    /// Ask a judge about an arena that is over (`/judge`).
+    StartJudge(Box<JudgeJob>, CancellationToken),
+    /// Send one prompt to several models at once.
+    StartCompare(Vec<TurnContext>, CancellationToken),
     /// The user's decision on a tool call.
     Approve {
         id: u64,
@@ -119,9 +132,22 @@ struct LiveTurn {
     finished: Option<Box<TurnOutcome>>,
     cancelling: bool,
     user_entry: usize,
-    agent: bool,
+    kind: RunKind,
     /// `AgentFinished` arrived while the last step was still draining.
     agent_end: Option<AgentEnd>,
+    /// The arena run reported `Finished` while the last step was still draining.
+    arena_done: bool,
+}
+
+/// What kind of run the live turn belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunKind {
+    /// One request.
+    Chat,
+    /// Requests and tool calls until the model answers.
+    Agent,
+    /// Participants in turn, then the judge.
+    Arena,
 }
 
 pub struct App {
@@ -165,6 +191,10 @@ pub struct App {
     approvals: Arc<Mutex<SessionApprovals>>,
     /// The tool call waiting for the user's decision.
     pub approval: Option<ApprovalUi>,
+    /// Arena mode: the arena, its exchange so far, its run.
+    pub arena: Option<ArenaState>,
+    /// Compare mode: the models, the answers streaming, the pick.
+    pub compare: Option<CompareState>,
 }
 
 /// What the app starts with.
@@ -219,6 +249,8 @@ impl App {
             mcp_status: Vec::new(),
             approvals: Arc::new(Mutex::new(SessionApprovals::default())),
             approval: None,
+            arena: None,
+            compare: None,
         }
     }
 
@@ -246,7 +278,7 @@ impl App {
     }
 
     pub fn is_busy(&self) -> bool {
-        self.live.is_some()
+        self.live.is_some() || self.compare.as_ref().is_some_and(CompareState::is_running)
     }
 
     /// The adapter for an endpoint (built once, then reused).
@@ -282,6 +314,16 @@ impl App {
                 l.stats.output_tokens(),
             )
         })
+    }
+
+    /// What the toolbar says the prompt goes to: the endpoint and model, the
+    /// arena and its progress, or the models compared.
+    pub fn toolbar_target(&self) -> String {
+        match (self.modes.mode(), &self.arena, &self.compare) {
+            (UiMode::Arena, Some(a), _) => a.status(self.modes.activity()),
+            (UiMode::Compare, _, Some(c)) => c.status(),
+            _ => format!("{} · {}", self.endpoint, self.model),
+        }
     }
 
     /// Submit what the user typed: a slash command or a prompt.
@@ -334,13 +376,24 @@ impl App {
     }
 
     /// Cancel the turn in flight (Esc / Ctrl-C). Effective immediately on screen.
+    /// In an arena this is `/stop`: the exchange ends, the judge still rules
+    /// (a second press stops the judge).
     pub fn cancel(&mut self) -> bool {
+        if self.cancel_compare() {
+            return true;
+        }
         let Some(live) = &mut self.live else { return false };
         if live.cancelling {
             return true;
         }
         live.cancelling = true;
         live.cancel.cancel();
+        let kind = live.kind;
+        if live.kind == RunKind::Arena
+            && let Some(c) = self.arena.as_ref().and_then(|a| a.control.as_ref())
+        {
+            c.stop();
+        }
         let turn = live.turn;
         self.approval = None;
         let shown = live
@@ -350,10 +403,21 @@ impl App {
             .unwrap_or_default();
         if let Some(a) = self.transcript.answer_mut(turn) {
             a.text.push_str(&shown);
-            a.state = AnswerState::Cancelled;
+            // Between an arena's turns the last answer is already complete.
+            if matches!(a.state, AnswerState::Waiting | AnswerState::Streaming) {
+                a.state = AnswerState::Cancelled;
+            }
         }
         self.transcript.touch_answer(turn);
-        self.flash("cancelled — the partial answer is kept", NoticeLevel::Info);
+        let judging = self.arena.as_ref().is_some_and(|a| a.judging);
+        self.flash(
+            match (kind, judging) {
+                (RunKind::Arena, false) => "arena stopped — the judge still rules (Esc again stops it)",
+                (RunKind::Arena, true) => "judge stopped",
+                _ => "cancelled — the partial answer is kept",
+            },
+            NoticeLevel::Info,
+        );
         true
     }
 
@@ -378,6 +442,10 @@ impl App {
         if let Some(l) = &self.live {
             l.cancel.cancel();
         }
+        if let Some(c) = self.arena.as_ref().and_then(|a| a.control.as_ref()) {
+            c.abort();
+        }
+        self.cancel_compare();
         self.should_quit = true;
         self.effects.push(Effect::Quit);
     }
@@ -391,9 +459,10 @@ impl App {
             .and_then(|l| l.smoother.as_ref())
             .and_then(|s| s.next_wake(now.into_std()))
             .map(Instant::from_std);
+        let compare = self.compare.as_ref().and_then(|c| c.next_wake(now));
         let flash = self.flash.as_ref().map(|(_, _, t)| *t + FLASH_FOR);
         let quit = self.quit_armed.map(|t| t + QUIT_WINDOW);
-        [smoother, flash, quit].into_iter().flatten().min()
+        [smoother, compare, flash, quit].into_iter().flatten().min()
     }
 
     /// Results of effects.

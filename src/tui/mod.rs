@@ -16,6 +16,7 @@ pub mod keys;
 pub mod markdown;
 pub mod mode;
 pub mod overlay;
+pub mod pick;
 pub mod run;
 pub mod smoother;
 pub mod theme;
@@ -29,3 +30,5 @@ mod testing;
 mod tests;
 
 pub use run::{Channels, LoopOptions, TuiOptions, event_loop, run};
+#[cfg(test)]
+mod tests_arena;

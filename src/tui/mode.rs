@@ -36,6 +36,8 @@ pub enum Overlay {
     Picker(PickerKind),
     /// A tool call waits for the user's decision.
     ToolApproval,
+    /// Compare answers are in: pick one (or tie / both bad).
+    ComparePick,
 }
 
 /// What a picker chooses.
@@ -91,6 +93,8 @@ pub enum Transition {
     /// Close the top overlay.
     Close,
     TurnStarted,
+    /// The next request of a run in flight (an arena's next speaker, the judge).
+    StepStarted,
     FirstOutput,
     ToolRunning,
     ApprovalNeeded,
@@ -205,6 +209,13 @@ impl ModeMachine {
                 self.activity = A::Waiting;
                 Ok(())
             }
+            Transition::StepStarted => match self.activity {
+                A::Waiting | A::Streaming | A::RunningTool => {
+                    self.activity = A::Waiting;
+                    Ok(())
+                }
+                _ => Err(Refused("no run in progress")),
+            },
             Transition::FirstOutput => match self.activity {
                 A::Waiting | A::Streaming | A::RunningTool => {
                     self.activity = A::Streaming;
@@ -253,7 +264,8 @@ impl ModeMachine {
                 if self.activity != A::Paused {
                     return Err(Refused("nothing is paused"));
                 }
-                self.activity = A::Idle;
+                // The paused run carries on: its next turn is on its way.
+                self.activity = A::Waiting;
                 Ok(())
             }
             Transition::Acknowledge => {
@@ -374,6 +386,13 @@ mod tests {
         assert!(s.apply(Transition::TurnStarted).is_err());
         s.apply(Transition::Resume).unwrap();
         assert!(s.apply(Transition::Resume).is_err());
+        assert_eq!(s.activity(), Activity::Waiting, "the run goes on");
+        s.apply(Transition::StepStarted).unwrap();
+        s.apply(Transition::FirstOutput).unwrap();
+        s.apply(Transition::StepStarted).unwrap();
+        assert_eq!(s.activity(), Activity::Waiting);
+        s.apply(Transition::TurnEnded { failed: false }).unwrap();
+        assert!(s.apply(Transition::StepStarted).is_err(), "no run");
         s.apply(Transition::TurnStarted).unwrap();
     }
 

@@ -106,6 +106,7 @@ pub fn on_key(app: &mut App, key: KeyEvent) {
         },
         Overlay::Picker(_) => picker_key(app, key),
         Overlay::ToolApproval => super::approval::on_key(app, key),
+        Overlay::ComparePick => super::pick::on_key(app, key),
     }
 }
 
@@ -190,6 +191,7 @@ pub fn draw(app: &App, frame: &mut Frame, area: Rect) {
             Overlay::Help => draw_help(app, frame, area),
             Overlay::Picker(_) => draw_picker(app, frame, area),
             Overlay::ToolApproval => super::approval::draw(app, frame, area),
+            Overlay::ComparePick => super::pick::draw(app, frame, area),
         }
     }
 }

@@ -27,7 +27,7 @@ use super::view;
 use crate::config::{Config, Secrets};
 use crate::conversation::Params;
 use crate::orchestration::agent::{AgentSetup, ApprovalRequest, Approver, run_agent};
-use crate::orchestration::{EventSink, TurnRef, chat, event_channel};
+use crate::orchestration::{EventSink, TurnRef, arena, chat, compare, event_channel};
 use crate::records::writer::RecordWriter;
 use crate::records::{Templates, write_atomic};
 use crate::tools::Decision;
@@ -478,6 +478,25 @@ fn run_effect<B: Backend + Write>(
             let sink = sink.clone();
             tokio::spawn(async move {
                 chat::run_turn(*ctx, &sink, cancel).await;
+            });
+        }
+        Effect::StartArena(setup, control) => {
+            let sink = sink.clone();
+            tokio::spawn(async move {
+                arena::run_arena(*setup, &sink, control).await;
+            });
+        }
+        Effect::StartJudge(job, cancel) => {
+            let sink = sink.clone();
+            tokio::spawn(async move {
+                let j = *job;
+                arena::judge_later(j.setup, j.opening, j.names, j.spoken, j.first_turn_id, &sink, cancel).await;
+            });
+        }
+        Effect::StartCompare(contexts, cancel) => {
+            let sink = sink.clone();
+            tokio::spawn(async move {
+                compare::run_compare(contexts, &sink, cancel).await;
             });
         }
         Effect::Record(turn) => {

@@ -23,6 +23,30 @@ model = "smollm2"
 [endpoints.other]
 base_url = "http://127.0.0.1:9/v1"
 model = "other-model"
+
+[arenas.debate]
+max_turns = 4
+[[arenas.debate.participants]]
+name = "Pro"
+endpoint = "local"
+system = "Argue for tabs."
+[[arenas.debate.participants]]
+name = "Con"
+endpoint = "other"
+system = "Argue for spaces."
+[arenas.debate.judge]
+endpoint = "local"
+criteria = ["logic", "style"]
+
+[arenas.open]
+opening = "Is water wet?"
+max_turns = 2
+[[arenas.open.participants]]
+name = "Ann"
+endpoint = "local"
+[[arenas.open.participants]]
+name = "Ben"
+endpoint = "other"
 "#;
 
 pub fn test_app() -> App {
@@ -179,5 +203,76 @@ pub async fn play_agent(
     }
     if let Some(t) = task {
         let _ = t.await;
+    }
+}
+
+/// Carries out the effects that start runs (arena, judge, compare, chat
+/// turns) with the real orchestrators, and feeds their events back.
+pub struct Driver {
+    tx: crate::orchestration::EventSink,
+    rx: crate::orchestration::EventSource,
+    /// Every turn the app asked to record, in order (rewrites included).
+    pub records: Vec<crate::conversation::Turn>,
+}
+
+impl Driver {
+    pub fn new() -> Self {
+        let (tx, rx) = event_channel();
+        Driver {
+            tx,
+            rx,
+            records: Vec::new(),
+        }
+    }
+
+    /// Start what the app asked for.
+    pub fn effects(&mut self, app: &mut App) {
+        for e in app.take_effects() {
+            let tx = self.tx.clone();
+            match e {
+                Effect::StartArena(setup, control) => {
+                    tokio::spawn(async move { crate::orchestration::arena::run_arena(*setup, &tx, control).await });
+                }
+                Effect::StartJudge(job, cancel) => {
+                    tokio::spawn(async move {
+                        let j = *job;
+                        crate::orchestration::arena::judge_later(
+                            j.setup,
+                            j.opening,
+                            j.names,
+                            j.spoken,
+                            j.first_turn_id,
+                            &tx,
+                            cancel,
+                        )
+                        .await
+                    });
+                }
+                Effect::StartCompare(contexts, cancel) => {
+                    tokio::spawn(
+                        async move { crate::orchestration::compare::run_compare(contexts, &tx, cancel).await },
+                    );
+                }
+                Effect::StartTurn(ctx, cancel) => {
+                    tokio::spawn(async move { chat::run_turn(*ctx, &tx, cancel).await });
+                }
+                Effect::Record(t) => self.records.push(*t),
+                _ => {}
+            }
+        }
+    }
+
+    /// Deliver events until `done(app)` holds (panics after an hour of
+    /// paused time without it).
+    pub async fn until(&mut self, app: &mut App, done: impl Fn(&App) -> bool) {
+        self.effects(app);
+        while !done(app) {
+            let ev = tokio::time::timeout(std::time::Duration::from_secs(3600), self.rx.recv())
+                .await
+                .expect("the awaited state never came")
+                .expect("event channel open");
+            app.on_orchestrator(ev);
+            self.effects(app);
+        }
     }
 }

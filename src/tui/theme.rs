@@ -35,6 +35,8 @@ pub struct Theme {
     pub overlay_border: Style,
     pub overlay_title: Style,
     pub selected: Style,
+    /// Arena participants' labels, by seat.
+    pub seats: [Style; 6],
     /// syntect theme name used for code blocks.
     pub code_theme: &'static str,
 }
@@ -81,6 +83,15 @@ impl Default for Theme {
             overlay_border: Style::default().fg(Color::Cyan),
             overlay_title: Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD),
             selected: Style::default().fg(Color::Black).bg(Color::Cyan),
+            seats: [
+                Color::Green,
+                Color::Magenta,
+                Color::Yellow,
+                Color::Blue,
+                Color::Red,
+                Color::Cyan,
+            ]
+            .map(|c| Style::default().fg(c).add_modifier(Modifier::BOLD)),
             code_theme: "base16-eighties.dark",
         }
     }

@@ -6,6 +6,10 @@
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
+mod blocks;
+
+pub use blocks::CompareEntry;
+
 use super::highlight::Highlighter;
 use super::markdown::StreamingMarkdown;
 use super::theme::Theme;
@@ -44,6 +48,12 @@ pub struct Answer {
     pub stats: Option<RequestStats>,
     /// A retry notice shown while waiting.
     pub retry_note: Option<String>,
+    /// Arena seat: its colour.
+    pub seat: Option<u8>,
+    /// Live figures while streaming (compare panes): TTFT, tok/s, tokens.
+    pub live: Option<String>,
+    /// The user's pick on a compare answer (`✓ chosen`, …).
+    pub mark: Option<String>,
     md: StreamingMarkdown,
 }
 
@@ -58,6 +68,9 @@ impl Answer {
             state: AnswerState::Waiting,
             stats: None,
             retry_note: None,
+            seat: None,
+            live: None,
+            mark: None,
             md: StreamingMarkdown::default(),
         }
     }
@@ -82,10 +95,20 @@ pub struct ToolBlock {
 const TOOL_LINES: usize = 12;
 
 pub enum EntryKind {
-    User { text: String, failed: bool },
+    User {
+        text: String,
+        failed: bool,
+    },
     Assistant(Box<Answer>),
-    Notice { text: String, level: NoticeLevel },
+    Notice {
+        text: String,
+        level: NoticeLevel,
+    },
     Tool(Box<ToolBlock>),
+    /// The judge's verdict on an arena.
+    Verdict(Box<crate::verdict::Verdict>),
+    /// Answers to one prompt side by side.
+    Compare(Box<CompareEntry>),
 }
 
 pub struct Entry {
@@ -251,56 +274,12 @@ impl Entry {
                 }
             }
             EntryKind::Assistant(a) => {
-                let mut head = vec![Span::styled(
-                    format!("● {}", terminal_safe(&a.label)),
-                    t.assistant_label,
-                )];
-                if let (Some(s), AnswerState::Done) = (&a.stats, &a.state) {
-                    let mut facts = vec![fmt_duration_ms(s.duration_ms)];
-                    if let Some(r) = s.tokens_per_sec {
-                        facts.push(format!("{r:.0} tok/s"));
-                    }
-                    facts.push(format!("{} tok", s.output_tokens));
-                    head.push(Span::styled(format!("  {}", facts.join(" · ")), t.dim));
-                }
-                self.head.push(Line::from(head));
-                if !a.reasoning.is_empty() {
-                    if cx.show_reasoning {
-                        self.head
-                            .push(Line::from(Span::styled("  ▾ reasoning (Ctrl-T hides)", t.reasoning)));
-                        self.head
-                            .extend(plain_lines(a.reasoning.trim(), t.reasoning, w, "  │ "));
-                    } else {
-                        let words = a.reasoning.split_whitespace().count();
-                        self.head.push(Line::from(Span::styled(
-                            format!("  ▸ reasoning, {words} words (Ctrl-T shows)"),
-                            t.reasoning,
-                        )));
-                    }
-                }
-                if let Some(n) = &a.retry_note {
-                    self.head
-                        .push(Line::from(Span::styled(format!("  ↻ {}", terminal_safe(n)), t.warning)));
-                }
-                if a.state == AnswerState::Waiting && a.text.is_empty() {
-                    self.head.push(Line::from(Span::styled("  …", t.dim)));
-                }
-                for c in &a.tool_calls {
-                    self.tail.push(Line::from(vec![
-                        Span::styled("  ⚙ ", t.tool),
-                        Span::styled(terminal_safe(&c.name).into_owned(), t.tool),
-                        Span::styled(format!(" {}", terminal_safe(&c.arguments)), t.dim),
-                    ]));
-                }
-                match &a.state {
-                    AnswerState::Cancelled => self.tail.push(Line::from(Span::styled(
-                        "  ⊘ cancelled — partial answer kept",
-                        t.warning,
-                    ))),
-                    AnswerState::Failed(e) => self.tail.extend(plain_lines(&format!("✗ {e}"), t.error, w, "  ")),
-                    AnswerState::Waiting | AnswerState::Streaming | AnswerState::Done => {}
-                }
+                let (head, tail) = blocks::answer_frame(a, cx, w);
+                self.head = head;
+                self.tail = tail;
             }
+            EntryKind::Verdict(v) => self.body = blocks::verdict_lines(v, t, w),
+            EntryKind::Compare(c) => self.body = blocks::columns(c, cx, w),
         }
         self.key = Some(key);
         self.height = self.head.len() + self.body_len(cx) + self.tail.len() + 1;
@@ -312,7 +291,11 @@ impl Entry {
                 a.md.lines(&a.text, cx.width.max(8).saturating_sub(2), cx.theme, cx.highlighter)
                     .len()
             }
-            EntryKind::User { .. } | EntryKind::Notice { .. } | EntryKind::Tool(_) => self.body.len(),
+            EntryKind::User { .. }
+            | EntryKind::Notice { .. }
+            | EntryKind::Tool(_)
+            | EntryKind::Verdict(_)
+            | EntryKind::Compare(_) => self.body.len(),
         }
     }
 
@@ -336,7 +319,11 @@ impl Entry {
             let j = i - head;
             let body: &[Line<'static>] = match &self.kind {
                 EntryKind::Assistant(a) => a.md.cached_lines(),
-                EntryKind::User { .. } | EntryKind::Notice { .. } | EntryKind::Tool(_) => &self.body,
+                EntryKind::User { .. }
+                | EntryKind::Notice { .. }
+                | EntryKind::Tool(_)
+                | EntryKind::Verdict(_)
+                | EntryKind::Compare(_) => &self.body,
             };
             if j < body.len() {
                 let mut l = body[j].clone();
@@ -398,22 +385,22 @@ impl Transcript {
         self.entries.get_mut(i)
     }
 
-    /// The answer of a turn, most recent first.
+    /// The answer of a turn (also inside a compare entry), most recent first.
     pub fn answer_mut(&mut self, turn: TurnRef) -> Option<&mut Answer> {
         self.entries.iter_mut().rev().find_map(|e| match &mut e.kind {
             EntryKind::Assistant(a) if a.turn == turn => Some(a.as_mut()),
+            EntryKind::Compare(c) => c.answers.iter_mut().find(|a| a.turn == turn),
             _ => None,
         })
     }
 
     /// Mark the answer of `turn` changed.
     pub fn touch_answer(&mut self, turn: TurnRef) {
-        if let Some(e) = self
-            .entries
-            .iter_mut()
-            .rev()
-            .find(|e| matches!(&e.kind, EntryKind::Assistant(a) if a.turn == turn))
-        {
+        if let Some(e) = self.entries.iter_mut().rev().find(|e| match &e.kind {
+            EntryKind::Assistant(a) => a.turn == turn,
+            EntryKind::Compare(c) => c.answers.iter().any(|a| a.turn == turn),
+            _ => false,
+        }) {
             e.touch();
         }
     }
@@ -573,6 +560,13 @@ impl Transcript {
                         b.tool,
                         compact_json(&b.arguments)
                     ));
+                }
+                EntryKind::Verdict(v) => s.push_str(&format!("Verdict ({}): {}\n\n", v.judge, v.summary())),
+                EntryKind::Compare(c) => {
+                    for a in &c.answers {
+                        let mark = a.mark.as_deref().map(|m| format!(" [{m}]")).unwrap_or_default();
+                        s.push_str(&format!("{}{mark}:\n{}\n\n", a.label, a.text));
+                    }
                 }
             }
         }

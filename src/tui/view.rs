@@ -137,7 +137,7 @@ pub fn status_line(app: &App, width: u16) -> Line<'static> {
     let mut segs: Vec<(String, Style, u8)> = vec![
         (format!(" {} ", app.modes.mode().label()), t.status_key, 0),
         (format!(" {} ", activity.label()), act_style, 0),
-        (format!(" {} · {} ", app.endpoint, app.model), t.status_bar, 1),
+        (format!(" {} ", app.toolbar_target()), t.status_bar, 1),
     ];
     let (rate, ttft, req_tokens) = match app.live_figures() {
         Some((rate, ttft, out)) => (rate, ttft, Some(out)),

@@ -5,7 +5,7 @@
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{App, Effect, LiveTurn};
+use super::{App, Effect, LiveTurn, RunKind};
 use crate::conversation::{Message, Role, TurnMode};
 use crate::orchestration::agent::AgentEnd;
 use crate::orchestration::{OrchestratorEvent, TurnContext, TurnOutcome, TurnRef};
@@ -27,21 +27,18 @@ impl App {
         match self.modes.mode() {
             UiMode::Chat => self.begin_turn(prompt, false),
             UiMode::Agent => self.begin_turn(prompt, true),
-            m @ (UiMode::Arena | UiMode::Compare) => Err(format!(
-                "{} mode takes its prompts from /{}",
-                m.label(),
-                m.label().to_lowercase()
-            )),
+            UiMode::Arena => self.start_arena(prompt),
+            UiMode::Compare => self.start_compare(prompt),
         }
     }
 
-    fn new_live(
+    pub(super) fn new_live(
         &mut self,
         turn: TurnRef,
         cancel: CancellationToken,
         input_estimate: u64,
         user_entry: usize,
-        agent: bool,
+        kind: RunKind,
     ) {
         let now = Instant::now();
         self.live = Some(LiveTurn {
@@ -54,8 +51,9 @@ impl App {
             finished: None,
             cancelling: false,
             user_entry,
-            agent,
+            kind,
             agent_end: None,
+            arena_done: false,
         });
     }
 
@@ -86,7 +84,8 @@ impl App {
         let messages = self.conversation.request_messages();
         let input_estimate = messages.iter().map(|m| estimate_tokens(&m.content) + 4).sum();
         let cancel = CancellationToken::new();
-        self.new_live(turn, cancel.clone(), input_estimate, user_entry, agent);
+        let kind = if agent { RunKind::Agent } else { RunKind::Chat };
+        self.new_live(turn, cancel.clone(), input_estimate, user_entry, kind);
         let ctx = TurnContext {
             turn,
             endpoint: self.endpoint.clone(),
@@ -108,8 +107,17 @@ impl App {
     /// An event from an orchestrator.
     pub fn on_orchestrator(&mut self, ev: OrchestratorEvent) {
         let now = Instant::now();
+        if ev.turn().is_some_and(|t| self.is_compare_turn(t)) {
+            self.on_compare_event(ev, now);
+            return;
+        }
         match ev {
-            OrchestratorEvent::TurnStarted { turn, .. } => self.on_step_started(turn),
+            OrchestratorEvent::TurnStarted {
+                turn,
+                endpoint,
+                model,
+                participant,
+            } => self.on_step_started(turn, &endpoint, &model, participant.as_deref()),
             OrchestratorEvent::Stream { turn, event } => self.on_stream(turn, event, now),
             OrchestratorEvent::ApprovalNeeded { turn, request } => self.on_approval_needed(turn, request),
             OrchestratorEvent::ToolStarted {
@@ -123,9 +131,13 @@ impl App {
             }
             OrchestratorEvent::ToolOutput { turn, call_id, chunk } => self.on_tool_output(turn, &call_id, &chunk),
             OrchestratorEvent::ToolFinished { turn, run } => self.on_tool_finished(turn, *run),
-            OrchestratorEvent::Arena(_) => {}
+            OrchestratorEvent::Arena(e) => self.on_arena(e),
             OrchestratorEvent::AgentFinished { turn, end } => {
-                let Some(live) = self.live.as_mut().filter(|l| l.agent && l.turn.turn_id <= turn.turn_id) else {
+                let Some(live) = self
+                    .live
+                    .as_mut()
+                    .filter(|l| l.kind == RunKind::Agent && l.turn.turn_id <= turn.turn_id)
+                else {
                     return;
                 };
                 if live.finished.is_some() {
@@ -152,13 +164,44 @@ impl App {
         }
     }
 
-    /// An agent run's next request: a new answer block follows the tool blocks.
-    fn on_step_started(&mut self, turn: TurnRef) {
-        let label = self.answer_label();
-        let Some(live) = self.live.as_mut().filter(|l| l.agent && l.turn != turn) else {
+    /// A run's next request: an agent's next step (a new answer block after
+    /// the tool blocks), an arena's next speaker, the judge.
+    fn on_step_started(&mut self, turn: TurnRef, endpoint: &str, model: &str, participant: Option<&str>) {
+        // The previous request may still be draining through the smoother: settle it first.
+        if let Some(live) = self
+            .live
+            .as_mut()
+            .filter(|l| l.kind != RunKind::Chat && l.turn != turn && l.finished.is_some())
+        {
+            let rest = live
+                .smoother
+                .as_mut()
+                .map(StreamSmoother::flush_all)
+                .unwrap_or_default();
+            let prev = live.turn;
+            if let Some(a) = self.transcript.answer_mut(prev) {
+                a.text.push_str(&rest);
+            }
+            self.finalize();
+        }
+        let arena = self.live.as_ref().is_some_and(|l| l.kind == RunKind::Arena);
+        let (label, seat) = match (arena, participant) {
+            (true, Some(p)) => (
+                format!("{p} · {model} · {endpoint}"),
+                self.arena.as_ref().filter(|a| !a.judging).map(|_| turn.lane),
+            ),
+            _ => (self.answer_label(), None),
+        };
+        let Some(live) = self.live.as_mut().filter(|l| l.kind != RunKind::Chat && l.turn != turn) else {
             return;
         };
-        if live.cancelling {
+        if arena {
+            // Each arena turn can be stopped on its own (then the judge's).
+            live.cancelling = false;
+            if self.modes.apply(Transition::StepStarted).is_err() {
+                let _ = self.modes.apply(Transition::TurnStarted);
+            }
+        } else if live.cancelling {
             return;
         }
         live.turn = turn;
@@ -168,8 +211,12 @@ impl App {
             let _ = s.flush_all();
         }
         self.next_turn = self.next_turn.max(turn.turn_id + 1);
-        self.transcript
-            .push(EntryKind::Assistant(Box::new(Answer::new(turn, label))));
+        if seat.is_some() {
+            self.arena_turn_started();
+        }
+        let mut answer = Answer::new(turn, label);
+        answer.seat = seat;
+        self.transcript.push(EntryKind::Assistant(Box::new(answer)));
     }
 
     fn on_stream(&mut self, turn: TurnRef, event: StreamEvent, now: Instant) {
@@ -202,7 +249,7 @@ impl App {
             StreamEvent::ToolCallDelta { arguments, .. } => live.stats.on_output(arguments),
             StreamEvent::ToolCall(tc) => {
                 // An agent run shows calls as tool blocks; chat mode lists them on the answer.
-                if !live.agent
+                if live.kind == RunKind::Chat
                     && let Some(a) = self.transcript.answer_mut(turn)
                 {
                     a.tool_calls.push(tc.clone());
@@ -248,6 +295,7 @@ impl App {
         {
             self.quit_armed = None;
         }
+        self.compare_tick(now);
         let Some(live) = self.live.as_mut() else { return };
         let Some(s) = live.smoother.as_mut() else { return };
         let out = s.take(now.into_std());
@@ -265,11 +313,12 @@ impl App {
     }
 
     /// A request is over: settle its answer, the conversation, stats and the
-    /// record. A chat turn ends here; an agent run ends with `AgentFinished`.
+    /// record. A chat turn ends here; an agent run ends with `AgentFinished`,
+    /// an arena run with its `Finished`.
     pub(super) fn finalize(&mut self) {
         let Some(live) = self.live.as_mut() else { return };
         let Some(outcome) = live.finished.take() else { return };
-        let (turn_ref, user_entry, agent) = (live.turn, live.user_entry, live.agent);
+        let (turn_ref, user_entry, kind) = (live.turn, live.user_entry, live.kind);
         let (failed, cancelled) = match outcome.as_ref() {
             TurnOutcome::Completed(_) => (false, false),
             TurnOutcome::Cancelled(_) => (false, true),
@@ -281,7 +330,7 @@ impl App {
         if let Some(a) = self.transcript.answer_mut(turn_ref) {
             a.text = turn.response.text.clone();
             a.reasoning = turn.response.reasoning.clone();
-            if !agent {
+            if kind == RunKind::Chat {
                 a.tool_calls = turn.response.tool_calls.clone();
             }
             a.stats = Some(turn.stats.clone());
@@ -294,7 +343,10 @@ impl App {
         }
         self.transcript.touch_answer(turn_ref);
         let first_step = self.conversation.messages.last().is_some_and(|m| m.role == Role::User);
-        if answered {
+        if kind == RunKind::Arena {
+            // Arena turns live in the arena's exchange, not the chat conversation.
+            self.arena_turn_settled(&turn);
+        } else if answered {
             self.conversation.push(turn.assistant_message());
             // The agent's tool results follow their call, as the model saw them.
             for r in &turn.tool_runs {
@@ -329,16 +381,24 @@ impl App {
         self.turns.push(slim);
         self.effects.push(Effect::Record(Box::new(turn)));
         let end = self.live.as_mut().and_then(|l| l.agent_end.take());
-        if !agent {
-            self.end_run(if failed {
+        let arena_done = self.live.as_ref().is_some_and(|l| l.arena_done);
+        match kind {
+            RunKind::Chat => self.end_run(if failed {
                 Some(AgentEnd::Failed(error.unwrap_or_default()))
             } else {
                 None
-            });
-        } else if let Some(end) = end {
-            self.end_run(Some(end));
-        } else if failed || cancelled {
-            // The agent stops after a failed or cancelled request; wait for AgentFinished.
+            }),
+            // The agent stops after a failed or cancelled request; AgentFinished ends it.
+            RunKind::Agent => {
+                if let Some(end) = end {
+                    self.end_run(Some(end));
+                }
+            }
+            RunKind::Arena => {
+                if arena_done {
+                    self.end_arena_run();
+                }
+            }
         }
     }
 

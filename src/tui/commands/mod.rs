@@ -2,6 +2,7 @@
 //! [`Registry::builtin`] is the one place they are listed. `/help`, Tab
 //! completion and "did you mean" are all generated from the registry.
 
+mod arena;
 mod output;
 mod session;
 mod settings;
@@ -70,6 +71,12 @@ impl Registry {
             Box::new(tools::Agent),
             Box::new(tools::Tools),
             Box::new(tools::Mcp),
+            Box::new(arena::Arena),
+            Box::new(arena::Pause),
+            Box::new(arena::Resume),
+            Box::new(arena::Stop),
+            Box::new(arena::Judge),
+            Box::new(arena::Compare),
         ];
         Registry { commands }
     }
