@@ -13,6 +13,7 @@ pub mod orchestration;
 pub mod protocols;
 pub mod records;
 pub mod stats;
+pub mod store;
 pub mod testkit;
 pub mod tui;
 pub mod util;

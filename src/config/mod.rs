@@ -55,6 +55,9 @@ pub struct Defaults {
     pub sessions_dir: PathBuf,
     /// Overrides the built-in HTML templates when set.
     pub templates_dir: Option<PathBuf>,
+    /// The history database; `None` = `$XDG_DATA_HOME/polyglot/history.db`
+    /// (see `store::location`).
+    pub history_db: Option<PathBuf>,
 }
 
 /// `[endpoints.NAME]`, resolved.
@@ -281,6 +284,20 @@ pub fn parse(src: &str, source: ConfigSource, base_dir: &Path) -> Result<Config,
         let p = expand_home(p);
         if p.is_absolute() { p } else { base_dir.join(p) }
     };
+    let history_db = match &d.history_db {
+        Some(p) => {
+            let raw = p.get_ref().trim();
+            if raw.is_empty() || raw.ends_with('/') || raw.ends_with(std::path::MAIN_SEPARATOR) {
+                return Err(cx.at(
+                    p.span(),
+                    format!("history_db `{raw}` is not a file path"),
+                    Some("name the database file, e.g. \"history.db\" or \"~/pai/history.db\"".into()),
+                ));
+            }
+            Some(resolve(raw))
+        }
+        None => None,
+    };
     Ok(Config {
         source,
         defaults: Defaults {
@@ -292,6 +309,7 @@ pub fn parse(src: &str, source: ConfigSource, base_dir: &Path) -> Result<Config,
             smooth: d.smooth.unwrap_or(true),
             sessions_dir: resolve(d.sessions_dir.as_deref().unwrap_or("sessions")),
             templates_dir: d.templates_dir.as_deref().map(resolve),
+            history_db,
         },
         endpoints,
     })

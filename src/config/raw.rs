@@ -26,6 +26,7 @@ pub struct RawDefaults {
     pub smooth: Option<bool>,
     pub sessions_dir: Option<String>,
     pub templates_dir: Option<String>,
+    pub history_db: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -54,6 +55,7 @@ pub const DEFAULTS_KEYS: &[&str] = &[
     "smooth",
     "sessions_dir",
     "templates_dir",
+    "history_db",
 ];
 pub const ENDPOINT_KEYS: &[&str] = &[
     "protocol",
