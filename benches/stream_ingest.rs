@@ -154,6 +154,7 @@ fn figures(rt: &tokio::runtime::Runtime, n: usize, vary: bool) -> Figures {
             json: false,
             sessions_dir: None,
             templates: templates.clone(),
+            history_db: None,
         };
         let mut out = std::io::sink();
         let mut err = std::io::sink();

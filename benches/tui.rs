@@ -191,6 +191,7 @@ fn headless_stream(rt: &tokio::runtime::Runtime, port: u16) -> (Duration, Durati
         json: false,
         sessions_dir: None,
         templates: Arc::new(Templates::builtin()),
+        history_db: None,
     };
     let (mut out, mut err) = (std::io::sink(), std::io::sink());
     let mut io = Io {

@@ -13,6 +13,7 @@ use crate::conversation::Params;
 use crate::headless::{self, OneShot};
 use crate::protocols::build_adapter;
 use crate::records::Templates;
+use crate::sessions_cmd;
 
 /// Exit code for bad usage or configuration.
 pub const EXIT_USAGE: i32 = 2;
@@ -38,6 +39,17 @@ pub fn run(cli: Cli) -> i32 {
         }) => config_check(&config, &secrets),
         Some(Command::Endpoints) => endpoints(&config, &secrets),
         Some(Command::Models { endpoint }) => models(&config, &secrets, endpoint.as_deref()),
+        Some(Command::Sessions { db, action }) => {
+            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            let mut out = std::io::stdout().lock();
+            let mut err = std::io::stderr();
+            let mut io = sessions_cmd::Io {
+                out: &mut out,
+                err: &mut err,
+                color,
+            };
+            sessions_cmd::run(&config, db.as_deref(), action, &mut io)
+        }
         Some(Command::Completions { .. }) => 0,
         None => prompt_mode(&config, &secrets, &cli.common, cli.prompt, cli.json),
     }
@@ -57,6 +69,10 @@ fn config_check(config: &Config, secrets: &Secrets) -> i32 {
     println!("config OK: {}", config.source);
     println!("  default endpoint: {}", config.defaults.endpoint);
     println!("  sessions folder:  {}", config.defaults.sessions_dir.display());
+    match crate::store::location(config) {
+        Ok(p) => println!("  history:          {}", p.display()),
+        Err(e) => println!("  history:          off — {e}"),
+    }
     for ep in config.endpoints.values() {
         if let Some(var) = &ep.api_key_env
             && secrets.get(var).is_none()
@@ -227,6 +243,17 @@ fn prompt_mode(config: &Config, secrets: &Secrets, common: &CommonArgs, prompt: 
         json,
         sessions_dir: (!common.no_log).then(|| config.defaults.sessions_dir.clone()),
         templates,
+        history_db: if common.no_log {
+            None
+        } else {
+            match crate::store::location(config) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    eprintln!("pai: history is off: {e}");
+                    None
+                }
+            }
+        },
     };
     let rt = match runtime() {
         Ok(r) => r,

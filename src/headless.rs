@@ -14,8 +14,10 @@ use tokio_util::sync::CancellationToken;
 use crate::conversation::{Message, Params, TurnMode};
 use crate::orchestration::{OrchestratorEvent, TurnContext, TurnOutcome, TurnRef, chat, event_channel};
 use crate::protocols::{ProtocolAdapter, StreamEvent};
-use crate::records::{SessionRecorder, Templates};
+use crate::records::{SessionRecorder, Templates, short_id};
+use crate::store::{SessionMeta, StoreReport, StoreWriter};
 use crate::util::sanitize::terminal_safe;
+use crate::util::time::Utc;
 
 /// Exit codes.
 pub const EXIT_OK: i32 = 0;
@@ -33,6 +35,8 @@ pub struct OneShot {
     /// Where to record; `None` with `--no-log`.
     pub sessions_dir: Option<PathBuf>,
     pub templates: Arc<Templates>,
+    /// The history database to record into; `None` with `--no-log`.
+    pub history_db: Option<PathBuf>,
 }
 
 /// Where output goes (real stdout/stderr, or buffers in tests and benchmarks).
@@ -133,6 +137,14 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
         tools: Vec::new(),
     };
 
+    // The history database opens on its own thread while the request runs.
+    let (report_tx, reports) = std::sync::mpsc::channel::<StoreReport>();
+    let history = job.history_db.clone().map(|path| {
+        StoreWriter::spawn(path, move |r| {
+            let _ = report_tx.send(r);
+        })
+    });
+
     let (tx, mut rx) = event_channel();
     let producer = {
         let cancel = cancel.clone();
@@ -175,12 +187,47 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
     // Record before reporting, so the record exists whatever happens next.
     let mut record_error = None;
     let mut session_dir = None;
+    let mut folder_session = None;
     if let Some(dir) = &job.sessions_dir {
         let mut rec = SessionRecorder::new(dir, job.templates.clone());
         match rec.record(outcome.turn()) {
             Ok(_) => session_dir = Some(rec.dir().to_path_buf()),
             Err(e) => record_error = Some(e.to_string()),
         }
+        folder_session = Some((rec.session_id(), rec.started_at().to_string()));
+    }
+    let mut session_id = folder_session.as_ref().map(|(id, _)| id.clone());
+    if let Some(w) = &history {
+        let (id, started_at) = folder_session.unwrap_or_else(|| {
+            let now = Utc::now();
+            (format!("{}-{}", now.stamp(), short_id()), now.rfc3339())
+        });
+        let t = outcome.turn();
+        w.session(SessionMeta {
+            id: id.clone(),
+            started_at,
+            title: None,
+            endpoint: t.endpoint.clone(),
+            model: t.model.clone(),
+            system: job.system.clone().filter(|s| !s.trim().is_empty()),
+            folder: session_dir.clone(),
+            mode: TurnMode::Chat,
+        });
+        w.turn(&id, t.clone());
+        session_id = Some(id);
+    }
+    // Dropping the writer waits for its writes.
+    drop(history);
+    for r in reports.try_iter() {
+        let line = match r {
+            StoreReport::Opened { warning: None, .. } => continue,
+            StoreReport::Opened { path, warning: Some(w) } => {
+                format!("pai: warning: history database {}: {w}", path.display())
+            }
+            StoreReport::Unavailable(e) => format!("pai: history is off: {e}"),
+            StoreReport::Failed { what, error } => format!("pai: history: cannot record {what}: {error}"),
+        };
+        let _ = writeln!(printer.io.err, "{line}");
     }
 
     if job.json {
@@ -196,6 +243,7 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
             "error": t.response.error,
             "stats": t.stats,
             "session_dir": session_dir,
+            "session_id": session_id,
         });
         let _ = writeln!(io_out(&mut printer), "{obj}");
     }

@@ -12,6 +12,7 @@ pub mod headless;
 pub mod orchestration;
 pub mod protocols;
 pub mod records;
+pub mod sessions_cmd;
 pub mod stats;
 pub mod store;
 pub mod testkit;

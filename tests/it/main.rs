@@ -3,6 +3,7 @@
 
 mod cli;
 mod local_llm;
+mod sessions;
 mod support;
 mod tmux;
 mod tui_e2e;
