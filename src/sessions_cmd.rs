@@ -463,7 +463,11 @@ fn import(config: &Config, db: Option<&Path>, dir: Option<PathBuf>, io: &mut Io<
 
 fn recover(config: &Config, db: Option<&Path>, io: &mut Io<'_>) -> Result<i32, StoreError> {
     let path = configured_path(config, db)?;
-    match Store::open(&path) {
+    let full = store::StoreOptions {
+        check: store::IntegrityCheck::Always,
+        ..Default::default()
+    };
+    match Store::open_with(&path, &full) {
         Ok(_) => {
             let _ = writeln!(io.out, "history database {} is healthy; nothing to do", path.display());
             Ok(OK)

@@ -9,8 +9,12 @@
 //! `pai sessions` commands, a resume) open their own connection; WAL lets them
 //! run while the writer writes.
 //!
-//! Opening checks the file (`PRAGMA quick_check`) and brings the schema up to
-//! date. A damaged file, a database from a newer pai or one locked by another
+//! Opening checks the file and brings the schema up to date. The full check
+//! (`PRAGMA quick_check`) reads the whole file, about 4 ms per MB here, so it
+//! runs at open while the file is small, and otherwise once a week
+//! ([`IntegrityCheck`]); the writer thread runs a due check when it is idle,
+//! and drops it unfinished when pai exits. A damaged page met later is
+//! reported the same way. A damaged file, a database from a newer pai or one locked by another
 //! program is an error that says what to do; the caller carries on without
 //! history (session folders are still written).
 
@@ -59,22 +63,46 @@ pub fn location(config: &Config) -> Result<PathBuf> {
     }
 }
 
+/// When opening runs the full integrity check (`PRAGMA quick_check`). The
+/// cheap checks (the file is a database, its schema reads) always run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntegrityCheck {
+    Always,
+    /// While the file is under [`CHECK_ALWAYS_BELOW`], else once every
+    /// [`CHECK_EVERY`] (the time of the last good check is kept in the file).
+    WhenDue,
+    /// Only while the file is under [`CHECK_ALWAYS_BELOW`] (the writer thread
+    /// runs the weekly check later, when idle: [`Store::check_due`]).
+    IfSmall,
+    Never,
+}
+
+/// Files smaller than this are checked at every open (tens of milliseconds).
+pub const CHECK_ALWAYS_BELOW: u64 = 16 << 20;
+/// How often a larger file is checked.
+pub const CHECK_EVERY: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// How to open.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     /// How long to wait for another connection's lock before giving up.
     pub busy_timeout: Duration,
-    /// Run `PRAGMA quick_check` at open.
-    pub check_integrity: bool,
+    pub check: IntegrityCheck,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             busy_timeout: Duration::from_secs(5),
-            check_integrity: true,
+            check: IntegrityCheck::WhenDue,
         }
     }
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// One connection to the history database.
@@ -105,7 +133,7 @@ impl Store {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Self::connect(path, flags)?;
         let mut store = Store::wrap(conn, path, false, opts.busy_timeout)?;
-        store.prepare(opts.check_integrity)?;
+        store.prepare(opts.check)?;
         Ok(store)
     }
 
@@ -116,7 +144,9 @@ impl Store {
         let conn = Self::connect(path, flags)?;
         let mut store = Store::wrap(conn, path, true, StoreOptions::default().busy_timeout)?;
         store.header_ok()?;
-        store.warning = store.quick_check()?;
+        if store.check_wanted(IntegrityCheck::WhenDue)? {
+            store.warning = store.quick_check()?;
+        }
         match store.schema_version()? {
             v if v > schema::CURRENT_VERSION => Err(StoreError::TooNew {
                 path: path.to_path_buf(),
@@ -137,7 +167,7 @@ impl Store {
         let path = Path::new(":memory:");
         let conn = Connection::open_in_memory().map_err(|e| StoreError::from_sqlite(path, Duration::ZERO, e))?;
         let mut store = Store::wrap(conn, path, false, Duration::ZERO)?;
-        store.prepare(false)?;
+        store.prepare(IntegrityCheck::Never)?;
         Ok(store)
     }
 
@@ -229,7 +259,40 @@ impl Store {
         })
     }
 
-    fn prepare(&mut self, check: bool) -> Result<()> {
+    /// Whether the full check should run now under `check`.
+    fn check_wanted(&self, check: IntegrityCheck) -> Result<bool> {
+        match check {
+            IntegrityCheck::Always => return Ok(true),
+            IntegrityCheck::Never => return Ok(false),
+            IntegrityCheck::WhenDue | IntegrityCheck::IfSmall => {}
+        }
+        let size: i64 = self
+            .conn
+            .query_row(
+                "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))?;
+        if (size as u64) < CHECK_ALWAYS_BELOW {
+            return Ok(true);
+        }
+        if check == IntegrityCheck::IfSmall {
+            return Ok(false);
+        }
+        // No `meta` table yet (an old schema) counts as never checked.
+        let last: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'last_check'",
+                [],
+                |r| r.get(0),
+            )
+            .ok();
+        Ok(last.is_none_or(|t| unix_now().saturating_sub(t) >= CHECK_EVERY.as_secs() as i64))
+    }
+
+    fn prepare(&mut self, check: IntegrityCheck) -> Result<()> {
         self.header_ok()?;
         let mode: String = self
             .conn
@@ -249,7 +312,8 @@ impl Store {
         self.conn
             .execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
             .map_err(|e| self.err(e))?;
-        if check && let Some(detail) = self.quick_check()? {
+        let checked = self.check_wanted(check)?;
+        if checked && let Some(detail) = self.quick_check()? {
             return Err(StoreError::Corrupt {
                 path: self.path.clone(),
                 detail,
@@ -264,7 +328,47 @@ impl Store {
             });
         }
         schema::migrate(&mut self.conn).map_err(|e| self.err(e))?;
+        if checked {
+            self.note_check();
+        }
         Ok(())
+    }
+
+    /// Remember a good check. Best effort: if another writer holds the lock,
+    /// the next open simply checks again.
+    fn note_check(&self) {
+        let _ = self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('last_check', ?1)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [unix_now().to_string()],
+        );
+    }
+
+    /// True when the weekly full check is due (a large file not checked for
+    /// [`CHECK_EVERY`]).
+    pub fn check_due(&self) -> bool {
+        !self.read_only && self.check_wanted(IntegrityCheck::WhenDue).unwrap_or(false)
+    }
+
+    /// Run the full check now: `Corrupt` when it finds damage, an
+    /// `Sqlite` error (SQLITE_INTERRUPT) when [`Store::interrupt_handle`] stopped it.
+    pub fn run_check(&self) -> Result<()> {
+        match self.quick_check()? {
+            Some(detail) => Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                detail,
+            }),
+            None => {
+                self.note_check();
+                Ok(())
+            }
+        }
+    }
+
+    /// A handle that stops the statement running on this connection (from
+    /// another thread): the writer thread uses it to drop an unfinished check.
+    pub fn interrupt_handle(&self) -> rusqlite::InterruptHandle {
+        self.conn.get_interrupt_handle()
     }
 
     pub fn path(&self) -> &Path {

@@ -20,6 +20,7 @@
 //! - `votes`: arena/compare verdicts: the prompt (messages JSON), both sides
 //!   (endpoint, model, participant name, answer) and the choice, enough to
 //!   export DPO pairs (`chosen`/`rejected`) and to compute a leaderboard.
+//! - `meta`: housekeeping (`last_check`: when the last integrity check passed).
 
 use rusqlite::Connection;
 
@@ -44,7 +45,7 @@ pub const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 3,
-        what: "tool calls and votes",
+        what: "tool calls, votes and housekeeping notes",
         sql: V3,
     },
 ];
@@ -118,7 +119,8 @@ const V2: &str = "
 CREATE VIRTUAL TABLE turns_fts USING fts5(
     prompt, answer,
     content = 'turns', content_rowid = 'id',
-    tokenize = 'unicode61 remove_diacritics 2'
+    tokenize = 'unicode61 remove_diacritics 2',
+    prefix = '2 3'
 );
 CREATE TRIGGER turns_fts_insert AFTER INSERT ON turns BEGIN
     INSERT INTO turns_fts(rowid, prompt, answer) VALUES (new.id, new.prompt, new.answer);
@@ -182,6 +184,11 @@ CREATE TABLE votes (
 ) STRICT;
 CREATE INDEX votes_by_session ON votes(session_id);
 CREATE INDEX votes_by_models ON votes(left_model, right_model);
+
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+) STRICT;
 ";
 
 /// The database's schema version.

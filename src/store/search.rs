@@ -9,7 +9,7 @@
 //! (letters and digits; everything else separates), so `don't` looks for the
 //! phrase "don t", which is how it was indexed.
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 use super::model::{HIT_END, HIT_START, SearchHit};
 
@@ -132,19 +132,32 @@ pub fn fts_query(input: &str) -> Option<String> {
     Some(q)
 }
 
+/// How many of the most recent matches are ranked. Ranking costs time per
+/// match, so a word found in most of 100,000 turns would take a tenth of a
+/// second; ranking the latest 2,000 matches keeps every search in
+/// milliseconds. A query with fewer matches is ranked over all of them.
+pub const RANK_WINDOW: usize = 2000;
+
 /// Ranked hits for an FTS5 query (from [`fts_query`]), best first.
 pub fn search(c: &Connection, fts: &str, limit: usize) -> rusqlite::Result<Vec<SearchHit>> {
+    // Where the window of recent matches starts (FTS5 walks its doclist
+    // newest first and stops there).
+    let cut: i64 = c
+        .prepare_cached("SELECT rowid FROM turns_fts WHERE turns_fts MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2")?
+        .query_row(rusqlite::params![fts, RANK_WINDOW as i64 - 1], |r| r.get(0))
+        .optional()?
+        .unwrap_or(i64::MIN);
     // Rank and snippet inside the FTS query, so FTS5 sorts by bm25 itself and
     // builds snippets for the rows returned only.
     let mut st = c.prepare_cached(
         "SELECT t.session_id, t.turn_id, t.started_at, t.endpoint, t.model, s.title, f.rank, f.snip
          FROM (SELECT rowid, rank, snippet(turns_fts, -1, ?2, ?3, '…', 16) AS snip
-               FROM turns_fts WHERE turns_fts MATCH ?1 ORDER BY rank LIMIT ?4) f
+               FROM turns_fts WHERE turns_fts MATCH ?1 AND rowid >= ?5 ORDER BY rank LIMIT ?4) f
          JOIN turns t ON t.id = f.rowid JOIN sessions s ON s.id = t.session_id
          ORDER BY f.rank",
     )?;
     let rows = st.query_map(
-        rusqlite::params![fts, HIT_START.to_string(), HIT_END.to_string(), limit as i64],
+        rusqlite::params![fts, HIT_START.to_string(), HIT_END.to_string(), limit as i64, cut],
         |r| {
             Ok(SearchHit {
                 session_id: r.get(0)?,

@@ -35,8 +35,8 @@ pub enum WriteOp {
     Vote(Box<Vote>),
 }
 
-/// What a failed write was about (for error reports).
 impl WriteOp {
+    /// What the write is about, for error reports.
     pub fn describe(&self) -> String {
         match self {
             WriteOp::Session(m) => format!("session {}", m.id),
@@ -47,13 +47,26 @@ impl WriteOp {
     }
 }
 
-/// The message path of the last turn written in a session: its request
-/// (`context_len` nodes) then its answer node. Each node is `(id, fingerprint)`.
-#[derive(Debug, Clone, Default)]
+/// A message node: `(id, fingerprint)`.
+type Node = (i64, u64);
+
+/// The ends of the message path of the last turn written in a session: its
+/// request (`context_len` messages, from `first` to `context_last`) and its
+/// answer. Constant size, so remembering it costs the same at any length.
+#[derive(Debug, Clone)]
 pub struct CachedPath {
     turn_id: u32,
     context_len: usize,
-    nodes: Vec<(i64, u64)>,
+    first: Node,
+    context_last: Option<Node>,
+    answer: Node,
+}
+
+/// Where a request's messages are in the tree: how many, the first and the last.
+struct Context {
+    len: usize,
+    first: Option<Node>,
+    last: Option<Node>,
 }
 
 /// Cached paths of the sessions written recently.
@@ -196,7 +209,7 @@ fn update_message(c: &Connection, id: i64, m: &Message, fp: u64) -> rusqlite::Re
 }
 
 /// The path from the root to `leaf`: `(id, fingerprint)` per node.
-pub fn path_to(c: &Connection, leaf: i64) -> rusqlite::Result<Vec<(i64, u64)>> {
+pub fn path_to(c: &Connection, leaf: i64) -> rusqlite::Result<Vec<Node>> {
     let mut st = c.prepare_cached(
         "WITH RECURSIVE p(id, parent_id, fp, depth) AS (
             SELECT id, parent_id, fingerprint, 0 FROM messages WHERE id = ?1
@@ -214,66 +227,88 @@ struct Existing {
     answer_id: Option<i64>,
 }
 
-/// The ids of the request's messages: reuse the longest stored prefix, append
-/// the rest. Returns one `(id, fingerprint)` per request message and the
-/// indices of the messages that were appended.
+/// Place the request's messages in the tree: reuse the longest stored
+/// prefix, append the rest. Returns where they are and the index of the first
+/// message appended.
 fn context_path(
     c: &Connection,
     cache: Option<&CachedPath>,
     session: &str,
     turn: &Turn,
     existing: Option<&Existing>,
-) -> rusqlite::Result<(Vec<(i64, u64)>, usize)> {
+) -> rusqlite::Result<(Context, usize)> {
     let req = &turn.request.messages;
-    let same_ends = |nodes: &[(i64, u64)], n: usize| {
-        n > 0 && fingerprint(&req[0]) == nodes[0].1 && fingerprint(&req[n - 1]) == nodes[n - 1].1
-    };
-    // The same turn again (a checkpoint, then the final write): same request.
-    if let (Some(ex), Some(p)) = (existing, cache)
-        && p.turn_id == turn.turn_id
-        && req.len() == p.context_len
-        && ex.context_id == p.context_len.checked_sub(1).and_then(|i| p.nodes.get(i)).map(|n| n.0)
-        && (req.is_empty() || same_ends(&p.nodes, req.len()))
-    {
-        return Ok((p.nodes[..p.context_len].to_vec(), req.len()));
-    }
-    // The usual next turn: the last path (request + answer), then new messages.
-    let (mut nodes, shared) = match cache {
-        Some(p) if req.len() >= p.nodes.len() && same_ends(&p.nodes, p.nodes.len()) => (p.nodes.clone(), p.nodes.len()),
-        _ => {
-            // Compare the whole request with this turn's stored path, or the
-            // session's latest.
-            let leaf = match existing {
-                Some(ex) => ex.answer_id.or(ex.context_id),
-                None => c
-                    .prepare_cached(
-                        "SELECT coalesce(answer_id, context_id) FROM turns WHERE session_id = ?1
-                         ORDER BY turn_id DESC LIMIT 1",
-                    )?
-                    .query_row([session], |r| r.get::<_, Option<i64>>(0))
-                    .optional()?
-                    .flatten(),
+    let fp_at = |i: usize| req.get(i).map(fingerprint);
+    if let Some(p) = cache {
+        // The same turn again (a checkpoint, then the final write): same request.
+        if let Some(ex) = existing
+            && p.turn_id == turn.turn_id
+            && req.len() == p.context_len
+            && ex.context_id == p.context_last.map(|n| n.0)
+            && (req.is_empty() || (fp_at(0) == Some(p.first.1) && fp_at(req.len() - 1) == p.context_last.map(|n| n.1)))
+        {
+            let ctx = Context {
+                len: req.len(),
+                first: p.context_last.map(|_| p.first),
+                last: p.context_last,
             };
-            let mut path = match leaf {
-                Some(l) => path_to(c, l)?,
-                None => Vec::new(),
-            };
-            let k = path
-                .iter()
-                .zip(req)
-                .take_while(|((_, fp), m)| *fp == fingerprint(m))
-                .count();
-            path.truncate(k);
-            (path, k)
+            return Ok((ctx, req.len()));
         }
-    };
-    let appended = shared;
-    for m in req.iter().skip(shared) {
-        let fp = fingerprint(m);
-        let parent = nodes.last().map(|n| n.0);
-        nodes.push((insert_message(c, session, parent, m, fp)?, fp));
+        // The usual next turn: the last request and its answer, then new messages.
+        let path_len = p.context_len + 1;
+        if existing.is_none()
+            && req.len() >= path_len
+            && fp_at(0) == Some(p.first.1)
+            && fp_at(path_len - 1) == Some(p.answer.1)
+        {
+            let ctx = Context {
+                len: path_len,
+                first: Some(p.first),
+                last: Some(p.answer),
+            };
+            return append(c, session, req, ctx);
+        }
     }
-    Ok((nodes, appended))
+    // Compare the whole request with this turn's stored path, or the session's latest.
+    let leaf = match existing {
+        Some(ex) => ex.answer_id.or(ex.context_id),
+        None => c
+            .prepare_cached(
+                "SELECT coalesce(answer_id, context_id) FROM turns WHERE session_id = ?1
+                 ORDER BY turn_id DESC LIMIT 1",
+            )?
+            .query_row([session], |r| r.get::<_, Option<i64>>(0))
+            .optional()?
+            .flatten(),
+    };
+    let path = match leaf {
+        Some(l) => path_to(c, l)?,
+        None => Vec::new(),
+    };
+    let k = path
+        .iter()
+        .zip(req)
+        .take_while(|((_, fp), m)| *fp == fingerprint(m))
+        .count();
+    let ctx = Context {
+        len: k,
+        first: path.first().copied().filter(|_| k > 0),
+        last: k.checked_sub(1).and_then(|i| path.get(i).copied()),
+    };
+    append(c, session, req, ctx)
+}
+
+/// Append `req[ctx.len..]` below `ctx.last`.
+fn append(c: &Connection, session: &str, req: &[Message], mut ctx: Context) -> rusqlite::Result<(Context, usize)> {
+    let from = ctx.len;
+    for m in req.iter().skip(from) {
+        let fp = fingerprint(m);
+        let node = (insert_message(c, session, ctx.last.map(|n| n.0), m, fp)?, fp);
+        ctx.first.get_or_insert(node);
+        ctx.last = Some(node);
+        ctx.len += 1;
+    }
+    Ok((ctx, from))
 }
 
 /// Write (or rewrite) a turn. Creates the session row if needed. Returns the
@@ -315,8 +350,8 @@ pub fn upsert_turn(
         })
         .optional()?;
 
-    let (mut nodes, appended) = context_path(c, cache, session, turn, existing.as_ref())?;
-    let context_id = nodes.last().map(|n| n.0);
+    let (ctx, appended) = context_path(c, cache, session, turn, existing.as_ref())?;
+    let context_id = ctx.last.map(|n| n.0);
 
     // The answer: a child of the request's last message, updated in place
     // while the turn streams.
@@ -407,12 +442,13 @@ pub fn upsert_turn(
 
     write_tool_calls(c, session, turn_row, turn, existing.is_some(), &req[appended..])?;
 
-    let context_len = nodes.len();
-    nodes.push((answer_id, answer_fp));
+    let answer = (answer_id, answer_fp);
     Ok(CachedPath {
         turn_id: turn.turn_id,
-        context_len,
-        nodes,
+        context_len: ctx.len,
+        first: ctx.first.unwrap_or(answer),
+        context_last: ctx.last,
+        answer,
     })
 }
 

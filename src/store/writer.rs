@@ -6,15 +6,20 @@
 //! streams, then its final state) is written once, in its latest state. A
 //! batch that meets a lock is kept and tried again with the next one. Dropping
 //! the handle writes everything queued before it returns.
+//!
+//! Opening checks a small file at once; a large one gets its weekly full check
+//! here, after opening, so neither start-up nor the first write waits for it,
+//! and an unfinished check is dropped when the handle is (pai exits).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::conversation::Turn;
 
-use super::{Phase, SessionMeta, Store, StoreError, ToolCallStatus, Vote, WriteOp};
+use super::{IntegrityCheck, Phase, SessionMeta, Store, StoreError, StoreOptions, ToolCallStatus, Vote, WriteOp};
 
 /// What the writer tells its owner.
 #[derive(Debug)]
@@ -41,6 +46,15 @@ const LOCKED_TRIES: u32 = 3;
 pub struct StoreWriter {
     tx: Option<Sender<Cmd>>,
     thread: Option<JoinHandle<()>>,
+    check: Arc<Mutex<CheckState>>,
+}
+
+/// The background integrity check, shared with the handle so dropping it can
+/// stop the check (and only the check: writes always finish).
+#[derive(Default)]
+struct CheckState {
+    closing: bool,
+    running: Option<rusqlite::InterruptHandle>,
 }
 
 impl StoreWriter {
@@ -50,7 +64,11 @@ impl StoreWriter {
     where
         F: Fn(StoreReport) + Send + 'static,
     {
-        Self::with_opener(move || Store::open(&path), report)
+        let opts = StoreOptions {
+            check: IntegrityCheck::IfSmall,
+            ..StoreOptions::default()
+        };
+        Self::with_opener(move || Store::open_with(&path, &opts), report)
     }
 
     /// Like [`StoreWriter::spawn`], with any way of opening (tests, benchmarks).
@@ -60,11 +78,17 @@ impl StoreWriter {
         F: Fn(StoreReport) + Send + 'static,
     {
         let (tx, rx) = channel::<Cmd>();
+        let check = Arc::new(Mutex::new(CheckState::default()));
+        let shared = check.clone();
         let thread = std::thread::Builder::new()
             .name("pai-store".into())
-            .spawn(move || run(open, rx, &report))
+            .spawn(move || run(open, rx, &report, &shared))
             .ok();
-        StoreWriter { tx: Some(tx), thread }
+        StoreWriter {
+            tx: Some(tx),
+            thread,
+            check,
+        }
     }
 
     fn send(&self, op: WriteOp) {
@@ -124,13 +148,43 @@ impl StoreWriter {
 impl Drop for StoreWriter {
     fn drop(&mut self) {
         self.tx.take();
+        if let Ok(mut c) = self.check.lock() {
+            c.closing = true;
+            if let Some(h) = c.running.take() {
+                h.interrupt();
+            }
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-fn run<O>(open: O, rx: Receiver<Cmd>, report: &dyn Fn(StoreReport))
+/// The weekly full check, if due and pai is not leaving. False when the file
+/// is damaged (reported): stop writing.
+fn background_check(store: &Store, state: &Mutex<CheckState>, report: &dyn Fn(StoreReport)) -> bool {
+    if !store.check_due() {
+        return true;
+    }
+    match state.lock() {
+        Ok(mut c) if !c.closing => c.running = Some(store.interrupt_handle()),
+        _ => return true,
+    }
+    let result = store.run_check();
+    if let Ok(mut c) = state.lock() {
+        c.running = None;
+    }
+    match result {
+        Err(e) if e.is_corrupt() => {
+            report(StoreReport::Unavailable(e));
+            false
+        }
+        // Done, or stopped because pai is leaving.
+        Ok(()) | Err(_) => true,
+    }
+}
+
+fn run<O>(open: O, rx: Receiver<Cmd>, report: &dyn Fn(StoreReport), check: &Mutex<CheckState>)
 where
     O: FnOnce() -> Result<Store, StoreError>,
 {
@@ -147,6 +201,9 @@ where
             return drain(&rx);
         }
     };
+    if !background_check(&store, check, report) {
+        return drain(&rx);
+    }
     // Writes that met a lock, with the tries they had.
     let mut pending: Vec<WriteOp> = Vec::new();
     let mut pending_tries: Vec<u32> = Vec::new();

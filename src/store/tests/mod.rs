@@ -417,3 +417,76 @@ fn a_writer_without_a_store_reports_once_and_drops_writes_quietly() {
         [StoreReport::Unavailable(StoreError::NoLocation)]
     ));
 }
+
+/// A front end doing everything it may do, at random: new prompts, failures
+/// (the prompt leaves the context), checkpoints, a new system prompt, rewrites
+/// of the last turn, a writer restarting cold. After every step the store
+/// gives back exactly the conversation the front end holds.
+#[test]
+fn restore_always_matches_the_front_ends_conversation() {
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    let mut s = Store::in_memory().unwrap();
+    let mut system = Some("sys 0".to_string());
+    let mut convo: Vec<Message> = Vec::new();
+    let mut last: Option<Turn> = None;
+    let mut sent: Vec<Vec<Message>> = Vec::new();
+    let mut answered_system = None;
+    for step in 0..400u32 {
+        match next(10) {
+            0 => system = (next(3) > 0).then(|| format!("sys {step}")),
+            1 => s.paths = PathCache::default(),
+            2 if last.is_some() => {
+                let t = last.clone().unwrap();
+                s.upsert_turn("s", &t).unwrap();
+            }
+            _ => {
+                let mut req: Vec<Message> = system.iter().map(Message::system).collect();
+                req.extend(convo.iter().cloned());
+                req.push(Message::user(format!("q{step} {}", "x".repeat(next(50) as usize))));
+                let id = sent.len() as u32 + 1;
+                let answered = next(5) > 0;
+                let mut t = turn(id, req.clone(), "");
+                for piece in 0..next(4) {
+                    t.response.text.push_str(&format!("p{piece} "));
+                    s.checkpoint_turn("s", &t).unwrap();
+                }
+                if answered {
+                    t.response.text.push_str(&format!("a{step}"));
+                    if next(4) == 0 {
+                        t.response.reasoning = format!("r{step}");
+                    }
+                } else {
+                    t.response.text.clear();
+                    t.status = TurnStatus::Failed;
+                }
+                s.upsert_turn("s", &t).unwrap();
+                if answered {
+                    convo.push(req.last().unwrap().clone());
+                    convo.push(t.assistant_message());
+                    answered_system = system.clone();
+                }
+                sent.push(req);
+                last = Some(t);
+            }
+        }
+        if let Some(r) = s.restore("s").unwrap() {
+            assert_eq!(r.messages, convo, "step {step}");
+            if !convo.is_empty() {
+                assert_eq!(r.system, answered_system, "step {step}");
+            }
+        }
+    }
+    let d = s.session("s").unwrap().unwrap();
+    assert_eq!(d.turns.len(), sent.len());
+    for (t, req) in d.turns.iter().zip(&sent) {
+        let start = write::new_inputs_start(req);
+        assert_eq!(t.turn.request.messages, req[start..], "turn {}", t.turn.turn_id);
+    }
+    fts_consistent(&s);
+}

@@ -187,6 +187,18 @@ fn damaged_pages_are_found_at_open_and_the_file_can_still_be_read_only() {
     let ro = Store::open_read_only(&path).unwrap();
     assert!(ro.warning().unwrap().contains("integrity check"));
     assert!(ro.is_read_only());
+    // Without the check at open, the damage is met on reading, and reported alike.
+    let never = StoreOptions {
+        check: IntegrityCheck::Never,
+        ..Default::default()
+    };
+    let s = Store::open_with(&path, &never).unwrap();
+    let errors: Vec<StoreError> = (0..30)
+        .filter_map(|i| s.session(&format!("s{i}")).err())
+        .chain(s.search("word", 50).err())
+        .collect();
+    assert!(!errors.is_empty());
+    assert!(errors.iter().all(StoreError::is_corrupt), "{errors:?}");
 }
 
 #[test]
@@ -196,7 +208,7 @@ fn a_database_locked_by_another_program_fails_fast_with_a_clear_message() {
     drop(Store::open(&path).unwrap());
     let opts = StoreOptions {
         busy_timeout: Duration::from_millis(200),
-        check_integrity: true,
+        check: IntegrityCheck::WhenDue,
     };
     // Another program holding the file exclusively: even reading must wait.
     let other = Connection::open(&path).unwrap();
@@ -222,7 +234,7 @@ fn a_busy_writer_elsewhere_lets_reads_through_and_makes_writes_fail_clearly() {
     let path = dir.path().join("history.db");
     let opts = StoreOptions {
         busy_timeout: Duration::from_millis(200),
-        check_integrity: true,
+        check: IntegrityCheck::WhenDue,
     };
     let mut s = Store::open_with(&path, &opts).unwrap();
     chat(&mut s, "s", None, &[("q", "a")]);
@@ -277,4 +289,46 @@ fn a_reader_sees_consistent_data_while_the_writer_thread_writes() {
     drop(writer);
     assert!(reads > 10);
     assert_eq!(reader.session("long").unwrap().unwrap().turns.len() as u32, total);
+}
+
+#[test]
+fn a_large_file_is_checked_once_a_week_not_at_every_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.db");
+    {
+        let s = Store::open(&path).unwrap();
+        let big = CHECK_ALWAYS_BELOW as i64 + (1 << 20);
+        s.conn
+            .execute_batch(&format!(
+                "CREATE TABLE filler (b BLOB); INSERT INTO filler VALUES (zeroblob({big})); DELETE FROM meta;"
+            ))
+            .unwrap();
+    }
+    let s = Store::open_with(
+        &path,
+        &StoreOptions {
+            check: IntegrityCheck::IfSmall,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(s.check_due(), "large and never checked");
+    s.run_check().unwrap();
+    assert!(!s.check_due(), "checked just now");
+    let eight_days_ago = unix_now() - 8 * 24 * 3600;
+    s.conn
+        .execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'last_check'",
+            [eight_days_ago.to_string()],
+        )
+        .unwrap();
+    assert!(s.check_due());
+    // A writer leaving at once does not wait for the check it started.
+    drop(s);
+    let t = Instant::now();
+    let w = StoreWriter::spawn(path.clone(), |_| {});
+    w.turn("s", turn(1, vec![Message::user("q")], "a"));
+    drop(w);
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert_eq!(Store::open(&path).unwrap().list_sessions(5).unwrap().len(), 1);
 }
