@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 
 use crate::conversation::Turn;
 
-use super::{IntegrityCheck, Phase, SessionMeta, Store, StoreError, StoreOptions, ToolCallStatus, Vote, WriteOp};
+use super::{Phase, SessionMeta, Store, StoreError, ToolCallStatus, Vote, WriteOp};
 
 /// What the writer tells its owner.
 #[derive(Debug)]
@@ -64,11 +64,7 @@ impl StoreWriter {
     where
         F: Fn(StoreReport) + Send + 'static,
     {
-        let opts = StoreOptions {
-            check: IntegrityCheck::IfSmall,
-            ..StoreOptions::default()
-        };
-        Self::with_opener(move || Store::open_with(&path, &opts), report)
+        Self::with_opener(move || Store::open(&path), report)
     }
 
     /// Like [`StoreWriter::spawn`], with any way of opening (tests, benchmarks).
@@ -170,7 +166,8 @@ fn background_check(store: &Store, state: &Mutex<CheckState>, report: &dyn Fn(St
         Ok(mut c) if !c.closing => c.running = Some(store.interrupt_handle()),
         _ => return true,
     }
-    let result = store.run_check();
+    let leaving = || state.lock().map_or(true, |c| c.closing);
+    let result = store.run_check(&leaving);
     if let Ok(mut c) = state.lock() {
         c.running = None;
     }
@@ -180,7 +177,7 @@ fn background_check(store: &Store, state: &Mutex<CheckState>, report: &dyn Fn(St
             false
         }
         // Done, or stopped because pai is leaving.
-        Ok(()) | Err(_) => true,
+        Ok(_) | Err(_) => true,
     }
 }
 

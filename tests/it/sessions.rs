@@ -49,7 +49,7 @@ async fn one_shot_runs_are_listed_searched_shown_and_exported() {
     let o = s.run(&["sessions", "list"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    let lines: Vec<&str> = out.lines().collect();
+    let lines: Vec<String> = out.lines().map(str::to_string).collect();
     assert_eq!(lines.len(), 4, "{out}");
     assert!(
         lines[0].starts_with("ID") && lines[0].contains("TURNS") && lines[0].ends_with("TITLE"),
@@ -95,7 +95,8 @@ async fn one_shot_runs_are_listed_searched_shown_and_exported() {
     assert!(stderr(&o).contains("nothing to search for"), "{}", stderr(&o));
 
     // show: by a prefix of the id, the transcript.
-    let id = s.sessions()[0].file_name().unwrap().to_string_lossy().into_owned();
+    // (Runs within one second sort by their random part: take the id from the list.)
+    let id = lines[3].split_whitespace().next().unwrap().to_string();
     let o = s.run(&["sessions", "show", &id[..id.len() - 2]]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
