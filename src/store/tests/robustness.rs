@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 
 use super::*;
+use crate::store::check::unix_now;
 
 /// Version 1 exactly as released: written out here, not taken from the
 /// migration list, so a change to a released migration shows up.
