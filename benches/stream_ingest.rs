@@ -155,6 +155,7 @@ fn figures(rt: &tokio::runtime::Runtime, n: usize, vary: bool) -> Figures {
             sessions_dir: None,
             templates: templates.clone(),
             agent: None,
+            history_db: None,
         };
         let mut out = std::io::sink();
         let mut err = std::io::sink();

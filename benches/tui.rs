@@ -192,6 +192,7 @@ fn headless_stream(rt: &tokio::runtime::Runtime, port: u16) -> (Duration, Durati
         sessions_dir: None,
         templates: Arc::new(Templates::builtin()),
         agent: None,
+        history_db: None,
     };
     let (mut out, mut err) = (std::io::sink(), std::io::sink());
     let mut io = Io {

@@ -14,6 +14,7 @@ use crate::headless::{self, OneShot};
 use crate::orchestration::agent::{AgentSetup, AutoApprove, NoApprover};
 use crate::protocols::build_adapter;
 use crate::records::Templates;
+use crate::sessions_cmd;
 use crate::tools::mcp::{McpHub, McpStatus};
 use crate::tools::{ServerTools, ToolEnv};
 
@@ -43,6 +44,17 @@ pub fn run(cli: Cli) -> i32 {
         Some(Command::Models { endpoint }) => models(&config, &secrets, endpoint.as_deref()),
         Some(Command::Tools) => tools_cmd(&config, &secrets, &discovery.cwd, false),
         Some(Command::Mcp) => tools_cmd(&config, &secrets, &discovery.cwd, true),
+        Some(Command::Sessions { db, action }) => {
+            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            let mut out = std::io::stdout().lock();
+            let mut err = std::io::stderr();
+            let mut io = sessions_cmd::Io {
+                out: &mut out,
+                err: &mut err,
+                color,
+            };
+            sessions_cmd::run(&config, db.as_deref(), action, &mut io)
+        }
         Some(Command::Completions { .. }) => 0,
         None => prompt_mode(&config, &secrets, &cli.common, cli.prompt, cli.json),
     }
@@ -62,6 +74,10 @@ fn config_check(config: &Config, secrets: &Secrets) -> i32 {
     println!("config OK: {}", config.source);
     println!("  default endpoint: {}", config.defaults.endpoint);
     println!("  sessions folder:  {}", config.defaults.sessions_dir.display());
+    match crate::store::location(config) {
+        Ok(p) => println!("  history:          {}", p.display()),
+        Err(e) => println!("  history:          off — {e}"),
+    }
     for ep in config.endpoints.values() {
         if let Some(var) = &ep.api_key_env
             && secrets.get(var).is_none()
@@ -320,6 +336,17 @@ fn prompt_mode(config: &Config, secrets: &Secrets, common: &CommonArgs, prompt: 
         sessions_dir: (!common.no_log).then(|| config.defaults.sessions_dir.clone()),
         templates,
         agent: None,
+        history_db: if common.no_log {
+            None
+        } else {
+            match crate::store::location(config) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    eprintln!("pai: history is off: {e}");
+                    None
+                }
+            }
+        },
     };
     let tool_env = if common.agent {
         match std::env::current_dir()

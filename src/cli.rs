@@ -88,11 +88,69 @@ pub enum Command {
     Tools,
     /// Start the configured MCP servers and show their status and tools.
     Mcp,
+    /// Browse, search, export and repair the history of recorded sessions.
+    Sessions {
+        /// Use this history database instead of history_db (list, show, search and export open it read-only).
+        #[arg(long, value_name = "PATH")]
+        db: Option<PathBuf>,
+        #[command(subcommand)]
+        action: SessionsAction,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsAction {
+    /// List sessions, most recently active first.
+    List {
+        /// How many to show.
+        #[arg(short = 'n', long, default_value_t = 20, value_name = "N")]
+        limit: usize,
+    },
+    /// Print a session's transcript.
+    Show {
+        /// Session id, or a unique prefix of it (or of its random last part).
+        id: String,
+    },
+    /// Search prompts and answers: words, "a phrase", prefix*, a OR b, -word.
+    Search {
+        /// What to look for.
+        #[arg(required = true, num_args = 1.., value_name = "QUERY")]
+        query: Vec<String>,
+        /// How many hits to show.
+        #[arg(short = 'n', long, default_value_t = 20, value_name = "N")]
+        limit: usize,
+    },
+    /// Write a session as Markdown, HTML or JSON (to stdout, or a file).
+    Export {
+        /// Session id, or a unique prefix of it.
+        id: String,
+        #[arg(short, long, value_enum, default_value = "md")]
+        format: ExportArg,
+        /// Write to this file instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Add session folders to the history (sessions from before it, or after a recover).
+    Import {
+        /// Folder holding session folders (default: sessions_dir).
+        dir: Option<PathBuf>,
+    },
+    /// Move a damaged history database aside (kept) and start a fresh one.
+    Recover,
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportArg {
+    #[value(alias = "markdown")]
+    Md,
+    Html,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]

@@ -15,8 +15,10 @@ use crate::conversation::{Message, Params, TurnMode};
 use crate::orchestration::agent::{AgentEnd, AgentOutcome, AgentSetup, run_agent};
 use crate::orchestration::{OrchestratorEvent, TurnContext, TurnOutcome, TurnRef, chat, event_channel};
 use crate::protocols::{ProtocolAdapter, StreamEvent};
-use crate::records::{SessionRecorder, Templates};
+use crate::records::{SessionRecorder, Templates, short_id};
+use crate::store::{SessionMeta, StoreReport, StoreWriter};
 use crate::util::sanitize::terminal_safe;
+use crate::util::time::Utc;
 
 /// Exit codes.
 pub const EXIT_OK: i32 = 0;
@@ -38,6 +40,8 @@ pub struct OneShot {
     pub templates: Arc<Templates>,
     /// Agent mode: tools in a loop (`--agent`).
     pub agent: Option<AgentSetup>,
+    /// The history database to record into; `None` with `--no-log`.
+    pub history_db: Option<PathBuf>,
 }
 
 /// Where output goes (real stdout/stderr, or buffers in tests and benchmarks).
@@ -194,6 +198,15 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
         tools: Vec::new(),
     };
 
+    // The history database opens on its own thread while the request runs.
+    let (report_tx, reports) = std::sync::mpsc::channel::<StoreReport>();
+    let history = job.history_db.clone().map(|path| {
+        StoreWriter::spawn(path, move |r| {
+            let _ = report_tx.send(r);
+        })
+    });
+    let mode = ctx.mode;
+
     let (tx, mut rx) = event_channel();
     let producer = {
         let cancel = cancel.clone();
@@ -225,15 +238,44 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
         .map(|d| SessionRecorder::new(d, job.templates.clone()));
     let mut record_error = None;
     let mut session_dir = None;
+    // The history session: the folder's id when there is a folder.
+    let session_id = match &recorder {
+        Some(rec) => rec.session_id(),
+        None => format!("{}-{}", Utc::now().stamp(), short_id()),
+    };
+    let started_at = recorder
+        .as_ref()
+        .map_or_else(|| Utc::now().rfc3339(), |r| r.started_at().to_string());
+    let mut history_session_sent = false;
     let consumer = async {
         while let Some(ev) = rx.recv().await {
             let mut handle = |ev: &OrchestratorEvent, printer: &mut Printer| {
                 printer.event(ev);
-                if let (OrchestratorEvent::TurnFinished { outcome, .. }, Some(rec)) = (ev, recorder.as_mut()) {
+                let OrchestratorEvent::TurnFinished { outcome, .. } = ev else {
+                    return;
+                };
+                if let Some(rec) = recorder.as_mut() {
                     match rec.record(outcome.turn()) {
                         Ok(_) => session_dir = Some(rec.dir().to_path_buf()),
                         Err(e) => record_error = Some(e.to_string()),
                     }
+                }
+                if let Some(w) = &history {
+                    let t = outcome.turn();
+                    if !history_session_sent {
+                        w.session(SessionMeta {
+                            id: session_id.clone(),
+                            started_at: started_at.clone(),
+                            title: None,
+                            endpoint: t.endpoint.clone(),
+                            model: t.model.clone(),
+                            system: job.system.clone().filter(|s| !s.trim().is_empty()),
+                            folder: session_dir.clone(),
+                            mode,
+                        });
+                        history_session_sent = true;
+                    }
+                    w.turn(&session_id, t.clone());
                 }
             };
             handle(&ev, &mut printer);
@@ -253,6 +295,21 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
     }
     printer.flush();
     let broken_pipe = printer.broken;
+    // Dropping the writer waits for its writes.
+    let recorded_in_history = history.is_some() && history_session_sent;
+    drop(history);
+    for r in reports.try_iter() {
+        let line = match r {
+            StoreReport::Opened { warning: None, .. } => continue,
+            StoreReport::Opened { path, warning: Some(w) } => {
+                format!("pai: warning: history database {}: {w}", path.display())
+            }
+            StoreReport::Unavailable(e) => format!("pai: history is off: {e}"),
+            StoreReport::Failed { what, error } => format!("pai: history: cannot record {what}: {error}"),
+        };
+        let _ = writeln!(printer.io.err, "{line}");
+    }
+    let session_id = (session_dir.is_some() || recorded_in_history).then_some(session_id);
 
     // The answer's turn (for an agent: the last request) and how it ended.
     let (last, end) = match &ran {
@@ -280,6 +337,7 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
                     "error": t.response.error,
                     "stats": t.stats,
                     "session_dir": session_dir,
+                    "session_id": session_id,
                 });
                 if let Ran::Agent(o) = &ran {
                     let runs: Vec<_> = o.steps.iter().flat_map(|s| s.tool_runs.iter()).collect();
@@ -294,7 +352,7 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
                 }
                 obj
             }
-            None => json!({"error": "no request was made", "session_dir": session_dir}),
+            None => json!({"error": "no request was made", "session_dir": session_dir, "session_id": session_id}),
         };
         let _ = writeln!(io_out(&mut printer), "{obj}");
     }

@@ -62,6 +62,9 @@ pub struct Defaults {
     pub templates_dir: Option<PathBuf>,
     /// Most model requests one agent turn may make.
     pub max_steps: u32,
+    /// The history database; `None` = `$XDG_DATA_HOME/polyglot/history.db`
+    /// (see `store::location`).
+    pub history_db: Option<PathBuf>,
 }
 
 /// `[endpoints.NAME]`, resolved.
@@ -325,6 +328,20 @@ pub fn parse(src: &str, source: ConfigSource, base_dir: &Path) -> Result<Config,
         let p = expand_home(p);
         if p.is_absolute() { p } else { base_dir.join(p) }
     };
+    let history_db = match &d.history_db {
+        Some(p) => {
+            let raw = p.get_ref().trim();
+            if raw.is_empty() || raw.ends_with('/') || raw.ends_with(std::path::MAIN_SEPARATOR) {
+                return Err(cx.at(
+                    p.span(),
+                    format!("history_db `{raw}` is not a file path"),
+                    Some("name the database file, e.g. \"history.db\" or \"~/pai/history.db\"".into()),
+                ));
+            }
+            Some(resolve(raw))
+        }
+        None => None,
+    };
     Ok(Config {
         source,
         defaults: Defaults {
@@ -337,6 +354,7 @@ pub fn parse(src: &str, source: ConfigSource, base_dir: &Path) -> Result<Config,
             sessions_dir: resolve(d.sessions_dir.as_deref().unwrap_or("sessions")),
             templates_dir: d.templates_dir.as_deref().map(resolve),
             max_steps,
+            history_db,
         },
         endpoints,
         tools,

@@ -103,6 +103,7 @@ pub struct RawDefaults {
     pub sessions_dir: Option<String>,
     pub templates_dir: Option<String>,
     pub max_steps: Option<Spanned<i64>>,
+    pub history_db: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -140,6 +141,7 @@ pub const DEFAULTS_KEYS: &[&str] = &[
     "sessions_dir",
     "templates_dir",
     "max_steps",
+    "history_db",
 ];
 pub const TOOLS_KEYS: &[&str] = &[
     "builtin",

@@ -363,3 +363,20 @@ fn arena_mistakes_point_at_the_line() {
     ));
     assert!(msg.contains("criteria must be a list"), "{msg}");
 }
+
+#[test]
+fn history_db_defaults_to_none_and_resolves_like_sessions_dir() {
+    let c = parse(DEFAULT_CONFIG, ConfigSource::BuiltIn, Path::new("/data")).unwrap();
+    assert_eq!(c.defaults.history_db, None, "the default location is the data folder's");
+    let c = parse_str(&format!("[defaults]\nhistory_db = \"db/h.db\"\n{EP}")).unwrap();
+    assert_eq!(c.defaults.history_db, Some(PathBuf::from("/cfg/db/h.db")));
+    let c = parse_str(&format!("[defaults]\nhistory_db = \"/abs/h.db\"\n{EP}")).unwrap();
+    assert_eq!(c.defaults.history_db, Some(PathBuf::from("/abs/h.db")));
+    let (line, col, msg, hint) = invalid(&format!("[defaults]\nhistory_db = \"dir/\"\n{EP}"));
+    assert_eq!((line, col), (2, 14));
+    assert!(msg.contains("not a file path"), "{msg}");
+    assert!(hint.contains("history.db"), "{hint}");
+    let (_, _, msg, hint) = invalid(&format!("[defaults]\nhistory = \"x\"\n{EP}"));
+    assert!(msg.contains("unknown key `history`"), "{msg}");
+    assert!(hint.contains("history_db"), "{hint}");
+}

@@ -19,6 +19,7 @@ fn job(dir: Option<PathBuf>, json: bool) -> OneShot {
         sessions_dir: dir,
         templates: Arc::new(Templates::builtin()),
         agent: None,
+        history_db: None,
     }
 }
 
@@ -216,4 +217,54 @@ async fn a_closed_stdout_cancels_the_request_quietly() {
     let code = run(job(None, false), adapter, &mut io, CancellationToken::new()).await;
     assert_eq!(code, EXIT_OK);
     assert!(err.is_empty(), "{}", String::from_utf8_lossy(&err));
+}
+
+#[tokio::test]
+async fn the_turn_goes_into_the_history_database_next_to_the_folder() {
+    let root = tempfile::tempdir().unwrap();
+    let db = root.path().join("data/history.db");
+    let mut j = job(Some(root.path().join("sessions")), true);
+    j.history_db = Some(db.clone());
+    let (code, out, err) = run_with(
+        j,
+        ScriptedAdapter::text_script(&["Paris is ", "the capital."]),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!((code, err.as_str()), (0, ""));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let id = v["session_id"].as_str().unwrap().to_string();
+    assert!(v["session_dir"].as_str().unwrap().ends_with(&id));
+    let store = crate::store::Store::open(&db).unwrap();
+    let hits = store.search("capital", 5).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].session_id, id);
+    let d = store.session(&id).unwrap().unwrap();
+    assert_eq!(d.system.as_deref(), Some("sys"));
+    assert_eq!(d.summary.title, "the prompt");
+    assert_eq!(
+        d.summary.folder.as_deref().and_then(|f| f.to_str()),
+        v["session_dir"].as_str()
+    );
+    let r = store.restore(&id).unwrap().unwrap();
+    assert_eq!(r.messages.len(), 2);
+}
+
+#[tokio::test]
+async fn a_damaged_history_database_is_a_warning_not_a_failure() {
+    let root = tempfile::tempdir().unwrap();
+    let db = root.path().join("history.db");
+    std::fs::write(&db, vec![b'x'; 8192]).unwrap();
+    let mut j = job(Some(root.path().join("sessions")), false);
+    j.history_db = Some(db.clone());
+    let (code, out, err) = run_with(j, ScriptedAdapter::text_script(&["fine"]), CancellationToken::new()).await;
+    assert_eq!((code, out.as_str()), (0, "fine\n"));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("pai: history is off: history database") && err.contains("is damaged"),
+        "{err}"
+    );
+    assert!(err.contains("pai sessions recover"), "{err}");
+    // The session folder is still written.
+    session_turn(&root.path().join("sessions"));
 }

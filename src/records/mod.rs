@@ -72,6 +72,19 @@ impl SessionRecorder {
         &self.id
     }
 
+    /// The session's id in the history database: its folder's name.
+    pub fn session_id(&self) -> String {
+        self.dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.id.clone())
+    }
+
+    /// When the session started (RFC 3339 UTC).
+    pub fn started_at(&self) -> &str {
+        &self.started_at
+    }
+
     fn io(&self, path: &Path) -> impl FnOnce(std::io::Error) -> RecordError {
         let path = path.to_path_buf();
         move |source| RecordError::Io { path, source }

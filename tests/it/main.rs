@@ -7,6 +7,7 @@ mod launch;
 mod local_llm;
 mod mcp;
 mod protocols_real;
+mod sessions;
 mod support;
 mod tmux;
 mod tui_e2e;
