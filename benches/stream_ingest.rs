@@ -156,6 +156,7 @@ fn figures(rt: &tokio::runtime::Runtime, n: usize, vary: bool) -> Figures {
             templates: templates.clone(),
             agent: None,
             history_db: None,
+            resume: None,
         };
         let mut out = std::io::sink();
         let mut err = std::io::sink();

@@ -24,7 +24,7 @@ use polyglot::records::Templates;
 use polyglot::testkit::sse_bench::serve;
 use polyglot::testkit::{Scripted, ScriptedAdapter};
 use polyglot::tui::app::{App, AppInit, Effect};
-use polyglot::tui::{Channels, LoopOptions, event_loop};
+use polyglot::tui::{Channels, LoopOptions, Recorders, event_loop};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use tokio_util::sync::CancellationToken;
@@ -164,7 +164,7 @@ fn tui_stream(n: usize, rt: &tokio::runtime::Runtime, port: u16) -> (Duration, D
             &mut term,
             futures::stream::pending(),
             Channels::new(),
-            None,
+            &Recorders::none(),
             LoopOptions {
                 exit_when_idle: true,
                 shutdown: Box::pin(std::future::pending()),
@@ -193,6 +193,7 @@ fn headless_stream(rt: &tokio::runtime::Runtime, port: u16) -> (Duration, Durati
         templates: Arc::new(Templates::builtin()),
         agent: None,
         history_db: None,
+        resume: None,
     };
     let (mut out, mut err) = (std::io::sink(), std::io::sink());
     let mut io = Io {

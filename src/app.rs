@@ -55,6 +55,13 @@ pub fn run(cli: Cli) -> i32 {
             };
             sessions_cmd::run(&config, db.as_deref(), action, &mut io)
         }
+        Some(Command::Resume {
+            id,
+            prompt,
+            json,
+            db,
+            no_log,
+        }) => resume(&config, &secrets, &id, prompt, json, db, no_log),
         Some(Command::Completions { .. }) => 0,
         None => prompt_mode(&config, &secrets, &cli.common, cli.prompt, cli.json),
     }
@@ -252,7 +259,27 @@ fn load_templates(config: &Config) -> Result<Arc<Templates>, i32> {
         })
 }
 
-fn tui_mode(config: &Config, secrets: &Secrets, common: &CommonArgs) -> i32 {
+/// The history database to record into, unless `--no-log`.
+fn history_location(config: &Config, no_log: bool) -> Option<std::path::PathBuf> {
+    if no_log {
+        return None;
+    }
+    match crate::store::location(config) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            eprintln!("pai: history is off: {e}");
+            None
+        }
+    }
+}
+
+fn tui_mode(
+    config: &Config,
+    secrets: &Secrets,
+    common: &CommonArgs,
+    resume: Option<String>,
+    history_db: Option<std::path::PathBuf>,
+) -> i32 {
     let (ep, model, system, params) = match resolve(config, common) {
         Ok(r) => r,
         Err(e) => {
@@ -271,6 +298,9 @@ fn tui_mode(config: &Config, secrets: &Secrets, common: &CommonArgs) -> i32 {
         system,
         params,
         sessions_dir: (!common.no_log).then(|| config.defaults.sessions_dir.clone()),
+        record_history: !common.no_log,
+        history_db,
+        resume,
         templates,
         history_file: data_dir.as_ref().map(|d| d.join("prompt_history.jsonl")),
         tool_env: match std::env::current_dir()
@@ -288,7 +318,84 @@ fn tui_mode(config: &Config, secrets: &Secrets, common: &CommonArgs) -> i32 {
     crate::tui::run(Arc::new(config.clone()), secrets.clone(), opts)
 }
 
+/// `pai resume ID [PROMPT]`: the TUI on a recorded session, or one more turn.
+fn resume(
+    config: &Config,
+    secrets: &Secrets,
+    id: &str,
+    prompt: Vec<String>,
+    json: bool,
+    db: Option<std::path::PathBuf>,
+    no_log: bool,
+) -> i32 {
+    let Some(path) = db.or_else(|| history_location(config, false)) else {
+        return EXIT_USAGE;
+    };
+    let restored = crate::store::Store::open_read_only(&path).and_then(|s| {
+        let id = s.resolve_session(id)?;
+        s.restore(&id)
+    });
+    let r = match restored {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            eprintln!("pai: session {id} is not in the history ({})", path.display());
+            return 1;
+        }
+        Err(e) => {
+            eprintln!("pai: {e}");
+            return 1;
+        }
+    };
+    let common = CommonArgs {
+        endpoint: config.endpoint(&r.endpoint).map(|e| e.name.clone()),
+        model: config.endpoint(&r.endpoint).map(|_| r.model.clone()),
+        system: r.system.clone(),
+        temperature: r.params.temperature,
+        max_tokens: r.params.max_tokens,
+        no_log,
+        ..CommonArgs::default()
+    };
+    if config.endpoint(&r.endpoint).is_none() {
+        eprintln!(
+            "pai: endpoint `{}` of this session is not configured any more; continuing on `{}`",
+            r.endpoint, config.defaults.endpoint
+        );
+    }
+    if prompt.is_empty() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+        return tui_mode(config, secrets, &common, Some(r.session_id), Some(path));
+    }
+    let cont = crate::headless::Continue {
+        session: r.session_id.clone(),
+        folder: r.folder.clone().filter(|f| f.is_dir()),
+        history: r.messages.clone(),
+        next_turn_id: r.next_turn_id,
+    };
+    prompt_mode_with(
+        config,
+        secrets,
+        &common,
+        prompt,
+        json,
+        Some(cont),
+        Some(path).filter(|_| !no_log),
+    )
+}
+
 fn prompt_mode(config: &Config, secrets: &Secrets, common: &CommonArgs, prompt: Vec<String>, json: bool) -> i32 {
+    let db = history_location(config, common.no_log);
+    prompt_mode_with(config, secrets, common, prompt, json, None, db)
+}
+
+/// One-shot mode, possibly continuing a recorded session.
+fn prompt_mode_with(
+    config: &Config,
+    secrets: &Secrets,
+    common: &CommonArgs,
+    prompt: Vec<String>,
+    json: bool,
+    resume: Option<crate::headless::Continue>,
+    history_db: Option<std::path::PathBuf>,
+) -> i32 {
     let prompt = if !prompt.is_empty() {
         prompt.join(" ")
     } else if !std::io::stdin().is_terminal() {
@@ -298,8 +405,9 @@ fn prompt_mode(config: &Config, secrets: &Secrets, common: &CommonArgs, prompt: 
             return EXIT_USAGE;
         }
         s
-    } else if std::io::stdout().is_terminal() {
-        return tui_mode(config, secrets, common);
+    } else if std::io::stdout().is_terminal() && resume.is_none() {
+        // The TUI reads the history even with --no-log (/history, /search).
+        return tui_mode(config, secrets, common, None, history_location(config, false));
     } else {
         eprintln!("pai: no prompt given — run `pai \"your prompt\"`, or pipe one in: echo 'hi' | pai");
         return EXIT_USAGE;
@@ -336,17 +444,8 @@ fn prompt_mode(config: &Config, secrets: &Secrets, common: &CommonArgs, prompt: 
         sessions_dir: (!common.no_log).then(|| config.defaults.sessions_dir.clone()),
         templates,
         agent: None,
-        history_db: if common.no_log {
-            None
-        } else {
-            match crate::store::location(config) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    eprintln!("pai: history is off: {e}");
-                    None
-                }
-            }
-        },
+        history_db,
+        resume,
     };
     let tool_env = if common.agent {
         match std::env::current_dir()

@@ -96,6 +96,24 @@ pub enum Command {
         #[command(subcommand)]
         action: SessionsAction,
     },
+    /// Continue a recorded session: the TUI opens on it, or with a PROMPT (or
+    /// the prompt on stdin) one more turn is asked on the command line.
+    Resume {
+        /// Session id (or a unique part of it; `pai sessions list` shows them).
+        id: String,
+        /// Ask this next instead of opening the TUI.
+        #[arg(value_name = "PROMPT", trailing_var_arg = true)]
+        prompt: Vec<String>,
+        /// Print one JSON object instead of streaming text (with a PROMPT).
+        #[arg(long)]
+        json: bool,
+        /// Use this history database instead of history_db.
+        #[arg(long, value_name = "PATH")]
+        db: Option<PathBuf>,
+        /// Do not write session records.
+        #[arg(long)]
+        no_log: bool,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]

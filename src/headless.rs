@@ -42,6 +42,20 @@ pub struct OneShot {
     pub agent: Option<AgentSetup>,
     /// The history database to record into; `None` with `--no-log`.
     pub history_db: Option<PathBuf>,
+    /// Continue a recorded session (`pai resume ID PROMPT`).
+    pub resume: Option<Continue>,
+}
+
+/// A recorded session to add this turn to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Continue {
+    /// Its id (folder name).
+    pub session: String,
+    /// Its folder, when it still exists.
+    pub folder: Option<PathBuf>,
+    /// The conversation so far, without the system prompt.
+    pub history: Vec<Message>,
+    pub next_turn_id: u32,
 }
 
 /// Where output goes (real stdout/stderr, or buffers in tests and benchmarks).
@@ -108,6 +122,7 @@ impl Printer<'_, '_> {
             | OrchestratorEvent::ToolOutput { .. }
             | OrchestratorEvent::ApprovalNeeded { .. }
             | OrchestratorEvent::Arena(_)
+            | OrchestratorEvent::Checkpoint { .. }
             | OrchestratorEvent::AgentFinished { .. } => return,
         };
         match event {
@@ -181,9 +196,16 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
     if let Some(s) = job.system.as_deref().filter(|s| !s.trim().is_empty()) {
         messages.push(Message::system(s));
     }
+    if let Some(c) = &job.resume {
+        messages.extend(c.history.iter().cloned());
+    }
     messages.push(Message::user(job.prompt.clone()));
+    let first_turn = job.resume.as_ref().map_or(1, |c| c.next_turn_id.max(1));
     let ctx = TurnContext {
-        turn: TurnRef { turn_id: 1, lane: 0 },
+        turn: TurnRef {
+            turn_id: first_turn,
+            lane: 0,
+        },
         endpoint: job.endpoint.clone(),
         model: job.model.clone(),
         participant: None,
@@ -232,16 +254,32 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
     };
     // Each finished request is recorded at once: a long agent run keeps its
     // steps even if it is killed later.
-    let mut recorder = job
-        .sessions_dir
-        .as_ref()
-        .map(|d| SessionRecorder::new(d, job.templates.clone()));
     let mut record_error = None;
+    let mut recorder = match (&job.sessions_dir, &job.resume) {
+        (None, _) => None,
+        (Some(d), None) => Some(SessionRecorder::new(d, job.templates.clone())),
+        (Some(d), Some(c)) => match &c.folder {
+            Some(folder) => match SessionRecorder::reopen(folder, job.templates.clone()) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    record_error = Some(e.to_string());
+                    None
+                }
+            },
+            None => Some(SessionRecorder::named(
+                d,
+                &c.session,
+                &Utc::now().rfc3339(),
+                job.templates.clone(),
+            )),
+        },
+    };
     let mut session_dir = None;
     // The history session: the folder's id when there is a folder.
-    let session_id = match &recorder {
-        Some(rec) => rec.session_id(),
-        None => format!("{}-{}", Utc::now().stamp(), short_id()),
+    let session_id = match (&job.resume, &recorder) {
+        (Some(c), _) => c.session.clone(),
+        (None, Some(rec)) => rec.session_id(),
+        (None, None) => format!("{}-{}", Utc::now().stamp(), short_id()),
     };
     let started_at = recorder
         .as_ref()
@@ -251,17 +289,19 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
         while let Some(ev) = rx.recv().await {
             let mut handle = |ev: &OrchestratorEvent, printer: &mut Printer| {
                 printer.event(ev);
-                let OrchestratorEvent::TurnFinished { outcome, .. } = ev else {
-                    return;
+                // Checkpoints while streaming (crash safety), then the final record.
+                let (t, last) = match ev {
+                    OrchestratorEvent::TurnFinished { outcome, .. } => (outcome.turn(), true),
+                    OrchestratorEvent::Checkpoint { partial, .. } => (partial.as_ref(), false),
+                    _ => return,
                 };
                 if let Some(rec) = recorder.as_mut() {
-                    match rec.record(outcome.turn()) {
+                    match rec.record(t) {
                         Ok(_) => session_dir = Some(rec.dir().to_path_buf()),
                         Err(e) => record_error = Some(e.to_string()),
                     }
                 }
                 if let Some(w) = &history {
-                    let t = outcome.turn();
                     if !history_session_sent {
                         w.session(SessionMeta {
                             id: session_id.clone(),
@@ -275,7 +315,11 @@ pub async fn run(job: OneShot, adapter: Arc<dyn ProtocolAdapter>, io: &mut Io<'_
                         });
                         history_session_sent = true;
                     }
-                    w.turn(&session_id, t.clone());
+                    if last {
+                        w.turn(&session_id, t.clone());
+                    } else {
+                        w.checkpoint(&session_id, t.clone());
+                    }
                 }
             };
             handle(&ev, &mut printer);

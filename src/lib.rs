@@ -11,6 +11,7 @@ pub mod conversation;
 pub mod headless;
 pub mod launch;
 pub mod orchestration;
+pub mod preference;
 pub mod protocols;
 pub mod records;
 pub mod sessions_cmd;

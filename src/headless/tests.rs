@@ -20,6 +20,7 @@ fn job(dir: Option<PathBuf>, json: bool) -> OneShot {
         templates: Arc::new(Templates::builtin()),
         agent: None,
         history_db: None,
+        resume: None,
     }
 }
 

@@ -13,6 +13,37 @@ use crate::protocols::{ChatRequest, ProtocolError, StreamEvent};
 use crate::stats::{StatsTracker, estimate_tokens};
 use crate::util::time::Utc;
 
+/// How often a streaming turn is checkpointed.
+pub const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What a checkpoint says in place of an error: if pai dies, this stays.
+pub const INTERRUPTED: &str = "interrupted: pai stopped while this answer was streaming; what arrived by then is kept";
+
+/// The turn as it stands mid-stream.
+fn partial_turn(ctx: &TurnContext, started_at: &str, response: &TurnResponse, stats: &StatsTracker) -> Turn {
+    let mut response = response.clone();
+    response.error = Some(INTERRUPTED.into());
+    Turn {
+        turn_id: ctx.turn.turn_id,
+        started_at: started_at.to_string(),
+        endpoint: ctx.endpoint.clone(),
+        model: ctx.model.clone(),
+        participant_name: ctx.participant.clone(),
+        mode: ctx.mode,
+        status: TurnStatus::Cancelled,
+        request: TurnRequest {
+            messages: ctx.messages.clone(),
+            params: ctx.params.clone(),
+        },
+        response,
+        stats: stats.finish(),
+        tool_runs: Vec::new(),
+        ruling: None,
+        verdict: None,
+        pick: None,
+    }
+}
+
 /// Run one request and report it (`TurnStarted` … `TurnFinished`).
 pub async fn run_turn(ctx: TurnContext, sink: &EventSink, cancel: CancellationToken) -> TurnOutcome {
     let turn = ctx.turn;
@@ -51,6 +82,15 @@ pub async fn stream_turn(ctx: TurnContext, sink: &EventSink, cancel: Cancellatio
         params: ctx.params.clone(),
     };
     let mut response = TurnResponse::default();
+    let mut last_checkpoint = tokio::time::Instant::now();
+    emit(
+        sink,
+        OrchestratorEvent::Checkpoint {
+            turn: ctx.turn,
+            partial: Box::new(partial_turn(&ctx, &started_at, &response, &stats)),
+        },
+    )
+    .await;
     let mut stream = ctx.adapter.stream(request, cancel.clone());
     let mut error: Option<ProtocolError> = None;
     let mut finished = false;
@@ -85,6 +125,17 @@ pub async fn stream_turn(ctx: TurnContext, sink: &EventSink, cancel: Cancellatio
                     },
                 )
                 .await;
+                if last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
+                    last_checkpoint = tokio::time::Instant::now();
+                    emit(
+                        sink,
+                        OrchestratorEvent::Checkpoint {
+                            turn: ctx.turn,
+                            partial: Box::new(partial_turn(&ctx, &started_at, &response, &stats)),
+                        },
+                    )
+                    .await;
+                }
             }
             Err(e) => {
                 error = Some(e);
@@ -226,8 +277,16 @@ mod tests {
         );
         assert_eq!(t.request.messages.len(), 2);
         assert!(matches!(evs.first(), Some(OrchestratorEvent::TurnStarted { .. })));
+        // The turn is on record before anything arrives (crash safety).
+        match &evs[1] {
+            OrchestratorEvent::Checkpoint { partial, .. } => {
+                assert_eq!(partial.request.messages, vec![Message::system("s"), Message::user("q")]);
+                assert_eq!(partial.response.error.as_deref(), Some(INTERRUPTED));
+            }
+            other => panic!("{other:?}"),
+        }
         assert!(matches!(evs.last(), Some(OrchestratorEvent::TurnFinished { .. })));
-        assert_eq!(evs.len(), 2 + 7);
+        assert_eq!(evs.len(), 3 + 7);
         assert_eq!(a.requests()[0].messages[1].content, "q");
     }
 

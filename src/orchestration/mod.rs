@@ -63,6 +63,13 @@ pub enum OrchestratorEvent {
         turn: TurnRef,
         run: Box<ToolRun>,
     },
+    /// The turn so far, for crash-safe records: sent when the request goes
+    /// out and then about once a second while it streams. Marked as
+    /// interrupted; the `TurnFinished` record replaces it.
+    Checkpoint {
+        turn: TurnRef,
+        partial: Box<Turn>,
+    },
     /// Arena progress: pauses, the end of the exchange, the verdict.
     Arena(arena::ArenaEvent),
     /// An agent run is over (after its last step's `TurnFinished`).
@@ -79,6 +86,7 @@ impl OrchestratorEvent {
             OrchestratorEvent::TurnStarted { turn, .. }
             | OrchestratorEvent::Stream { turn, .. }
             | OrchestratorEvent::TurnFinished { turn, .. }
+            | OrchestratorEvent::Checkpoint { turn, .. }
             | OrchestratorEvent::ApprovalNeeded { turn, .. }
             | OrchestratorEvent::ToolStarted { turn, .. }
             | OrchestratorEvent::ToolOutput { turn, .. }

@@ -47,20 +47,99 @@ pub struct SessionRecorder {
     created: bool,
 }
 
+/// A new session's name (`YYYYmmdd-HHMMSS-xxxxxx`, its folder's and its id in
+/// the history) and start time (RFC 3339 UTC).
+pub fn new_session_name() -> (String, String) {
+    let now = Utc::now();
+    (format!("{}-{}", now.stamp(), short_id()), now.rfc3339())
+}
+
 impl SessionRecorder {
     pub fn new(sessions_dir: &Path, templates: Arc<Templates>) -> Self {
-        let now = Utc::now();
-        let id = short_id();
+        let (name, started_at) = new_session_name();
+        Self::named(sessions_dir, &name, &started_at, templates)
+    }
+
+    /// A new session with a name chosen by the caller.
+    pub fn named(sessions_dir: &Path, name: &str, started_at: &str, templates: Arc<Templates>) -> Self {
         SessionRecorder {
-            dir: sessions_dir.join(format!("{}-{id}", now.stamp())),
-            id,
-            started_at: now.rfc3339(),
+            dir: sessions_dir.join(name),
+            id: name.rsplit('-').next().unwrap_or(name).to_string(),
+            started_at: started_at.to_string(),
             templates,
             book: html::HtmlBook::new(),
             positions: HashMap::new(),
             title: None,
             created: false,
         }
+    }
+
+    /// Continue the session recorded in `dir` (a resumed conversation): its
+    /// turns are read back, so both HTML transcripts keep them.
+    pub fn reopen(dir: &Path, templates: Arc<Templates>) -> Result<Self, RecordError> {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|source| RecordError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.ends_with("-turn.json"))
+            })
+            .collect();
+        files.sort();
+        let mut turns = Vec::new();
+        for f in &files {
+            let bytes = std::fs::read(f).map_err(|source| RecordError::Io {
+                path: f.clone(),
+                source,
+            })?;
+            // A damaged record is left as it is; the rest of the session goes on.
+            if let Ok(t) = serde_json::from_slice::<Turn>(&bytes) {
+                turns.push(t);
+            }
+        }
+        let started_at = turns
+            .first()
+            .map(|t| t.started_at.clone())
+            .unwrap_or_else(|| Utc::now().rfc3339());
+        let root = dir.parent().unwrap_or(dir);
+        let mut rec = Self::named(root, &name, &started_at, templates);
+        rec.created = true;
+        for t in &turns {
+            rec.note_title(t);
+            let next = rec.positions.len();
+            let pos = *rec.positions.entry(t.turn_id).or_insert(next);
+            rec.book.upsert(&rec.templates, pos, t).map_err(RecordError::Template)?;
+        }
+        Ok(rec)
+    }
+
+    fn note_title(&mut self, turn: &Turn) {
+        if self.title.is_some() {
+            return;
+        }
+        let first = turn
+            .request
+            .messages
+            .iter()
+            .find(|m| m.role == Role::User)
+            .map(|m| m.content.trim());
+        self.title = Some(match first {
+            Some(p) if !p.is_empty() => {
+                let line = p.lines().next().unwrap_or(p);
+                let short: String = line.chars().take(70).collect();
+                let more = if short.len() < p.len() { "…" } else { "" };
+                format!("pai — {short}{more}")
+            }
+            _ => format!("pai session {}", self.id),
+        });
     }
 
     /// The session folder (it exists once a turn was recorded).
@@ -96,23 +175,7 @@ impl SessionRecorder {
             std::fs::create_dir_all(&self.dir).map_err(self.io(&self.dir))?;
             self.created = true;
         }
-        if self.title.is_none() {
-            let first = turn
-                .request
-                .messages
-                .iter()
-                .find(|m| m.role == Role::User)
-                .map(|m| m.content.trim());
-            self.title = Some(match first {
-                Some(p) if !p.is_empty() => {
-                    let line = p.lines().next().unwrap_or(p);
-                    let short: String = line.chars().take(70).collect();
-                    let more = if short.len() < p.len() { "…" } else { "" };
-                    format!("pai — {short}{more}")
-                }
-                _ => format!("pai session {}", self.id),
-            });
-        }
+        self.note_title(turn);
         let path = self.dir.join(format!("{:04}-turn.json", turn.turn_id));
         let json = serde_json::to_vec_pretty(turn).map_err(|e| RecordError::Io {
             path: path.clone(),

@@ -13,7 +13,16 @@ use super::{SessionRecorder, Templates};
 
 enum Cmd {
     Turn(Box<Turn>),
-    NewSession,
+    Session(SessionStart),
+}
+
+/// Which session the next turns belong to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionStart {
+    /// A new folder with this name (see [`super::new_session_name`]).
+    New { name: String, started_at: String },
+    /// Carry on the session recorded in this folder (a resumed conversation).
+    Reopen(PathBuf),
 }
 
 /// Handle to the writer thread.
@@ -23,8 +32,9 @@ pub struct RecordWriter {
 }
 
 impl RecordWriter {
-    /// Start the writer; `report` receives the path of each written turn or an error line.
-    pub fn spawn<F>(sessions_dir: &Path, templates: Arc<Templates>, report: F) -> Self
+    /// Start the writer on session `start`; `report` receives the path of
+    /// each written turn or an error line.
+    pub fn spawn<F>(sessions_dir: &Path, templates: Arc<Templates>, start: SessionStart, report: F) -> Self
     where
         F: Fn(Result<PathBuf, String>) + Send + 'static,
     {
@@ -33,11 +43,22 @@ impl RecordWriter {
         let thread = std::thread::Builder::new()
             .name("pai-records".into())
             .spawn(move || {
-                let mut rec = SessionRecorder::new(&dir, templates.clone());
+                let open = |start: SessionStart| match start {
+                    SessionStart::New { name, started_at } => {
+                        Ok(SessionRecorder::named(&dir, &name, &started_at, templates.clone()))
+                    }
+                    SessionStart::Reopen(folder) => {
+                        SessionRecorder::reopen(&folder, templates.clone()).map_err(|e| e.to_string())
+                    }
+                };
+                let mut rec = open(start);
                 while let Ok(cmd) = rx.recv() {
                     match cmd {
-                        Cmd::Turn(t) => report(rec.record(&t).map_err(|e| e.to_string())),
-                        Cmd::NewSession => rec = SessionRecorder::new(&dir, templates.clone()),
+                        Cmd::Turn(t) => match rec.as_mut() {
+                            Ok(r) => report(r.record(&t).map_err(|e| e.to_string())),
+                            Err(e) => report(Err(e.clone())),
+                        },
+                        Cmd::Session(s) => rec = open(s),
                     }
                 }
             })
@@ -51,9 +72,10 @@ impl RecordWriter {
         }
     }
 
-    pub fn new_session(&self) {
+    /// The next turns belong to this session.
+    pub fn session(&self, start: SessionStart) {
         if let Some(tx) = &self.tx {
-            let _ = tx.send(Cmd::NewSession);
+            let _ = tx.send(Cmd::Session(start));
         }
     }
 }

@@ -5,12 +5,14 @@
 
 mod arena;
 mod compare;
+mod history;
 mod tools;
 mod turns;
 
 pub use crate::tools::ToolEnv;
 pub use arena::{ArenaState, JudgeJob};
 pub use compare::{CompareState, Pick};
+pub use history::{HistoryReply, HistoryRequest, answer as answer_history};
 pub use tools::{AgentPlan, McpAction};
 
 use std::collections::HashMap;
@@ -35,6 +37,7 @@ use crate::conversation::{Conversation, Params, Turn};
 use crate::orchestration::agent::AgentEnd;
 use crate::orchestration::{TurnContext, TurnOutcome, TurnRef};
 use crate::protocols::{ProtocolAdapter, build_adapter};
+use crate::records::writer::SessionStart;
 use crate::stats::{RequestStats, SessionStats, StatsTracker};
 use crate::tools::approval::SessionApprovals;
 use crate::tools::mcp::McpStatus;
@@ -68,10 +71,16 @@ pub enum Effect {
     },
     /// Start, stop or restart an MCP server.
     Mcp(McpAction),
-    /// Write a finished turn to the session records.
+    /// Write a finished turn to the session records and the history.
     Record(Box<Turn>),
-    /// Start a new session folder (after /clear).
-    NewRecordSession,
+    /// Save a streaming turn as it stands (crash safety); `Record` replaces it.
+    Checkpoint(Box<Turn>),
+    /// The following turns belong to this session (after /clear, on resume).
+    StartSession(SessionStart),
+    /// Store a vote (a compare pick, a judge's verdict) in the history.
+    Vote(Box<crate::store::Vote>),
+    /// Ask the history database; the answer comes back as `AppEvent::History`.
+    History(HistoryRequest),
     /// Put text on the clipboard.
     Copy(String),
     /// Fetch an endpoint's model list; the answer comes back as `AppEvent::Models`.
@@ -105,6 +114,12 @@ pub enum AppEvent {
         statuses: Vec<(String, McpStatus)>,
         tools: ServerTools,
     },
+    /// The history database answered.
+    History(HistoryReply),
+    /// The history database cannot be used this run (why).
+    HistoryOff(String),
+    /// The history database opened with something to tell.
+    HistoryWarning(String),
 }
 
 impl std::fmt::Debug for AppEvent {
@@ -117,6 +132,9 @@ impl std::fmt::Debug for AppEvent {
             AppEvent::Copied(s) => write!(f, "Copied({s})"),
             AppEvent::FileWritten(r) => write!(f, "FileWritten({r:?})"),
             AppEvent::Mcp { statuses, .. } => write!(f, "Mcp({statuses:?})"),
+            AppEvent::History(r) => write!(f, "History({r:?})"),
+            AppEvent::HistoryOff(e) => write!(f, "HistoryOff({e})"),
+            AppEvent::HistoryWarning(e) => write!(f, "HistoryWarning({e})"),
         }
     }
 }
@@ -195,6 +213,10 @@ pub struct App {
     pub arena: Option<ArenaState>,
     /// Compare mode: the models, the answers streaming, the pick.
     pub compare: Option<CompareState>,
+    /// The session being recorded: its name (folder and history id) and start.
+    pub record_session: (String, String),
+    /// The history database can be asked (`/history`, `/search`, `/resume`).
+    pub history_on: bool,
 }
 
 /// What the app starts with.
@@ -251,7 +273,29 @@ impl App {
             approval: None,
             arena: None,
             compare: None,
+            record_session: crate::records::new_session_name(),
+            history_on: false,
         }
+    }
+
+    /// The session id the records and the history use now.
+    pub fn session_name(&self) -> &str {
+        &self.record_session.0
+    }
+
+    /// Record the following turns as session `name` (resumed: in `start`'s folder).
+    fn continue_session(&mut self, name: &str, start: Option<SessionStart>) {
+        let started_at = crate::util::time::Utc::now().rfc3339();
+        self.record_session = (name.to_string(), started_at.clone());
+        self.session_dir = match &start {
+            Some(SessionStart::Reopen(dir)) => Some(dir.clone()),
+            _ => None,
+        };
+        self.effects
+            .push(Effect::StartSession(start.unwrap_or(SessionStart::New {
+                name: name.to_string(),
+                started_at,
+            })));
     }
 
     /// Effects queued since the last call.
@@ -494,6 +538,12 @@ impl App {
             AppEvent::FileWritten(Ok(p)) => self.flash(format!("wrote {}", p.display()), NoticeLevel::Info),
             AppEvent::FileWritten(Err(e)) => self.flash(e, NoticeLevel::Error),
             AppEvent::Mcp { statuses, tools } => self.set_mcp(statuses, tools),
+            AppEvent::History(r) => self.on_history(r),
+            AppEvent::HistoryOff(e) => {
+                self.history_on = false;
+                self.flash(format!("history is off: {e}"), NoticeLevel::Warning);
+            }
+            AppEvent::HistoryWarning(w) => self.flash(format!("history: {w}"), NoticeLevel::Warning),
         }
     }
 
@@ -506,8 +556,14 @@ impl App {
         self.transcript.clear();
         self.turns.clear();
         self.last_prompt = None;
+        if self.arena.take().is_some() | self.compare.take().is_some() {
+            let _ = self.modes.apply(Transition::SwitchMode(UiMode::Chat));
+        }
+        let (name, started_at) = crate::records::new_session_name();
+        self.record_session = (name.clone(), started_at.clone());
         self.session_dir = None;
-        self.effects.push(Effect::NewRecordSession);
+        self.effects
+            .push(Effect::StartSession(SessionStart::New { name, started_at }));
         Ok(())
     }
 

@@ -29,6 +29,8 @@ mod testing;
 #[cfg(test)]
 mod tests;
 
-pub use run::{Channels, LoopOptions, TuiOptions, event_loop, run};
+pub use run::{Channels, LoopOptions, Recorders, TuiOptions, event_loop, run};
 #[cfg(test)]
 mod tests_arena;
+#[cfg(test)]
+mod tests_history;

@@ -7,7 +7,7 @@ use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, List, ListItem, ListState, Paragraph};
 
-use super::app::{App, Effect};
+use super::app::App;
 use super::mode::{Overlay, PickerKind, Transition};
 use super::transcript::NoticeLevel;
 use super::wrap::wrap_spans;
@@ -47,6 +47,8 @@ pub const KEYS: &[(&str, &str)] = &[
 pub struct OverlayState {
     pub help_scroll: u16,
     pub picker: Option<Picker>,
+    /// Session picker from `/search`: the hit's turn, by item.
+    pub session_focus: Vec<u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -143,6 +145,7 @@ fn picker_key(app: &mut App, key: KeyEvent) {
         }
         KeyCode::Enter => {
             let choice = p.visible().get(p.selected).map(|s| s.to_string());
+            let index = choice.as_ref().and_then(|c| p.items.iter().position(|i| i == c));
             let kind = p.kind;
             app.overlay_state.picker = None;
             close(app);
@@ -159,7 +162,7 @@ fn picker_key(app: &mut App, key: KeyEvent) {
                     app.model = choice;
                     app.flash(format!("model {} on {}", app.model, app.endpoint), NoticeLevel::Info);
                 }
-                PickerKind::Session => app.push_effect(Effect::Redraw),
+                PickerKind::Session => app.session_chosen(&choice, index),
             }
         }
         _ => {}
@@ -245,12 +248,16 @@ fn draw_help(app: &App, frame: &mut Frame, area: Rect) {
 
 fn draw_picker(app: &App, frame: &mut Frame, area: Rect) {
     let Some(p) = &app.overlay_state.picker else { return };
-    let r = centered(area, 60, 60);
+    // Sessions carry a title or a search snippet: they get the width.
+    let r = match p.kind {
+        PickerKind::Session => centered(area, 94, 70),
+        PickerKind::Endpoint | PickerKind::Model => centered(area, 60, 60),
+    };
     frame.render_widget(Clear, r);
     let title = match p.kind {
         PickerKind::Endpoint => " choose an endpoint ",
         PickerKind::Model => " choose a model ",
-        PickerKind::Session => " choose a session ",
+        PickerKind::Session => " choose a session to resume ",
     };
     let [filter_area, list_area] =
         Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(frame_block(app, title).inner(r));

@@ -26,10 +26,12 @@ use super::highlight::Highlighter;
 use super::view;
 use crate::config::{Config, Secrets};
 use crate::conversation::Params;
+use crate::conversation::Turn;
 use crate::orchestration::agent::{AgentSetup, ApprovalRequest, Approver, run_agent};
 use crate::orchestration::{EventSink, TurnRef, arena, chat, compare, event_channel};
-use crate::records::writer::RecordWriter;
+use crate::records::writer::{RecordWriter, SessionStart};
 use crate::records::{Templates, write_atomic};
+use crate::store::{SessionMeta, StoreReport, StoreWriter};
 use crate::tools::Decision;
 use crate::tools::mcp::McpHub;
 
@@ -45,6 +47,12 @@ pub struct TuiOptions {
     pub params: Params,
     /// Where to record; `None` with `--no-log`.
     pub sessions_dir: Option<PathBuf>,
+    /// The history database (read by /history, /search, /resume).
+    pub history_db: Option<PathBuf>,
+    /// Record turns into it (not with `--no-log`).
+    pub record_history: bool,
+    /// Resume this session (`pai resume ID`).
+    pub resume: Option<String>,
     pub templates: Arc<Templates>,
     /// Prompt history file.
     pub history_file: Option<PathBuf>,
@@ -94,6 +102,53 @@ impl Approver for PendingApprovals {
             }
         }
         Box::pin(async move { rx.await.unwrap_or(Decision::Reject(Some("pai is closing".into()))) })
+    }
+}
+
+/// Where turns go: the session folder and the history database.
+pub struct Recorders {
+    pub records: Option<RecordWriter>,
+    pub history: Option<StoreWriter>,
+    /// For reads (`/history`, `/search`, `/resume`).
+    pub db: Option<PathBuf>,
+    pub sessions_dir: Option<PathBuf>,
+    /// The history session last described to the writer.
+    described: std::sync::Mutex<Option<String>>,
+}
+
+impl Recorders {
+    /// Record nothing (tests, benchmarks).
+    pub fn none() -> Self {
+        Recorders {
+            records: None,
+            history: None,
+            db: None,
+            sessions_dir: None,
+            described: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The history needs to know the session before its first turn.
+    fn describe(&self, app: &App, turn: &Turn) {
+        let Some(h) = &self.history else { return };
+        let mut d = self.described.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if d.as_deref() == Some(app.session_name()) {
+            return;
+        }
+        h.session(SessionMeta {
+            id: app.session_name().to_string(),
+            started_at: app.record_session.1.clone(),
+            title: None,
+            endpoint: turn.endpoint.clone(),
+            model: turn.model.clone(),
+            system: app.conversation.system.clone(),
+            folder: app
+                .session_dir
+                .clone()
+                .or_else(|| self.sessions_dir.as_ref().map(|d| d.join(app.session_name()))),
+            mode: turn.mode,
+        });
+        *d = Some(app.session_name().to_string());
     }
 }
 
@@ -206,12 +261,6 @@ fn save_history(path: Option<&PathBuf>, history: &[String]) {
 async fn run_async(config: Arc<Config>, secrets: Secrets, opts: TuiOptions) -> Result<(), String> {
     let channels = Channels::new().with_mcp(opts.mcp.clone());
     let inbox_tx = channels.inbox_tx.clone();
-    let writer = opts.sessions_dir.as_ref().map(|dir| {
-        let tx = inbox_tx.clone();
-        RecordWriter::spawn(dir, opts.templates.clone(), move |r| {
-            let _ = tx.send(Inbox::App(AppEvent::Recorded(r)));
-        })
-    });
     let mut app = App::new(AppInit {
         config,
         secrets,
@@ -224,6 +273,45 @@ async fn run_async(config: Arc<Config>, secrets: Secrets, opts: TuiOptions) -> R
     });
     if let Some(env) = opts.tool_env.clone() {
         app.set_tool_env(env);
+    }
+    let records = opts.sessions_dir.as_ref().map(|dir| {
+        let tx = inbox_tx.clone();
+        let (name, started_at) = app.record_session.clone();
+        RecordWriter::spawn(
+            dir,
+            opts.templates.clone(),
+            SessionStart::New { name, started_at },
+            move |r| {
+                let _ = tx.send(Inbox::App(AppEvent::Recorded(r)));
+            },
+        )
+    });
+    let history = opts.history_db.as_ref().filter(|_| opts.record_history).map(|db| {
+        let tx = inbox_tx.clone();
+        StoreWriter::spawn(db.clone(), move |r| {
+            let ev = match r {
+                StoreReport::Opened { warning: None, .. } => return,
+                StoreReport::Opened { warning: Some(w), .. } => AppEvent::HistoryWarning(w),
+                StoreReport::Unavailable(e) => AppEvent::HistoryOff(e.to_string()),
+                StoreReport::Failed { what, error } => {
+                    AppEvent::Recorded(Err(format!("history: cannot record {what}: {error}")))
+                }
+            };
+            let _ = tx.send(Inbox::App(ev));
+        })
+    });
+    app.history_on = opts.history_db.is_some();
+    let recorders = Recorders {
+        records,
+        history,
+        db: opts.history_db.clone(),
+        sessions_dir: opts.sessions_dir.clone(),
+        described: std::sync::Mutex::new(None),
+    };
+    if let Some(id) = opts.resume.clone()
+        && let Err(e) = app.history(crate::tui::app::HistoryRequest::Resume { id, focus: None })
+    {
+        app.flash(e, crate::tui::transcript::NoticeLevel::Error);
     }
     let mut guard = TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let shutdown = Box::pin(async {
@@ -244,7 +332,7 @@ async fn run_async(config: Arc<Config>, secrets: Secrets, opts: TuiOptions) -> R
         &mut guard.terminal,
         EventStream::new(),
         channels,
-        writer.as_ref(),
+        &recorders,
         LoopOptions {
             exit_when_idle: false,
             shutdown,
@@ -256,8 +344,8 @@ async fn run_async(config: Arc<Config>, secrets: Secrets, opts: TuiOptions) -> R
         let _ = tokio::time::timeout(Duration::from_secs(3), hub.stop_all()).await;
     }
     save_history(opts.history_file.as_ref(), app.input.history());
-    // Dropping the writer waits for queued records.
-    drop(writer);
+    // Dropping the writers waits for queued records.
+    drop(recorders);
     result
 }
 
@@ -314,7 +402,7 @@ pub async fn event_loop<B, E>(
     terminal: &mut Terminal<B>,
     mut events: E,
     channels: Channels,
-    writer: Option<&RecordWriter>,
+    recorders: &Recorders,
     mut opts: LoopOptions,
 ) -> Result<(), String>
 where
@@ -368,7 +456,7 @@ where
         // Effects first: some are queued before the loop starts (a prompt
         // submitted at start-up), the rest by the events handled below.
         for effect in app.take_effects() {
-            run_effect(effect, app, &runner, writer, terminal);
+            run_effect(effect, app, &runner, recorders, terminal);
         }
         if app.should_quit {
             return Ok(());
@@ -430,7 +518,7 @@ fn run_effect<B: Backend + Write>(
     effect: Effect,
     app: &mut App,
     runner: &Runner,
-    writer: Option<&RecordWriter>,
+    rec: &Recorders,
     terminal: &mut Terminal<B>,
 ) {
     let (sink, inbox) = (&runner.sink, &runner.inbox);
@@ -500,13 +588,47 @@ fn run_effect<B: Backend + Write>(
             });
         }
         Effect::Record(turn) => {
-            if let Some(w) = writer {
+            rec.describe(app, &turn);
+            if let Some(h) = &rec.history {
+                h.turn(app.session_name(), (*turn).clone());
+            }
+            if let Some(w) = &rec.records {
                 w.record(*turn);
             }
         }
-        Effect::NewRecordSession => {
-            if let Some(w) = writer {
-                w.new_session();
+        Effect::Checkpoint(turn) => {
+            rec.describe(app, &turn);
+            if let Some(h) = &rec.history {
+                h.checkpoint(app.session_name(), (*turn).clone());
+            }
+            if let Some(w) = &rec.records {
+                w.record(*turn);
+            }
+        }
+        Effect::StartSession(start) => {
+            if let Some(w) = &rec.records {
+                w.session(start);
+            }
+        }
+        Effect::Vote(v) => {
+            if let Some(h) = &rec.history {
+                h.vote(*v);
+            }
+        }
+        Effect::History(req) => {
+            let inbox = inbox.clone();
+            match rec.db.clone() {
+                Some(db) => {
+                    tokio::task::spawn_blocking(move || {
+                        let reply = crate::tui::app::answer_history(&db, req);
+                        let _ = inbox.send(Inbox::App(AppEvent::History(reply)));
+                    });
+                }
+                None => {
+                    let _ = inbox.send(Inbox::App(AppEvent::History(crate::tui::app::HistoryReply::Failed(
+                        "history is off (--no-log)".into(),
+                    ))));
+                }
             }
         }
         Effect::Copy(text) => {

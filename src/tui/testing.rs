@@ -196,7 +196,7 @@ pub async fn play_agent(
         for e in app.take_effects() {
             match e {
                 Effect::Approve { id, decision } => approvals.resolve(id, decision),
-                Effect::Record(_) => {}
+                Effect::Record(_) | Effect::Checkpoint(_) => {}
                 other => panic!("unexpected effect during an agent run: {other:?}"),
             }
         }

@@ -74,7 +74,7 @@ async fn mid_stream_shows_partial_text_and_streaming_status() {
         Scripted::Pause(Duration::from_secs(60)),
         Scripted::Event(StreamEvent::Text("'never')\n```".into())),
     ];
-    let _rest = play(&mut app, "stream please", script, Some(3)).await;
+    let _rest = play(&mut app, "stream please", script, Some(4)).await;
     assert_eq!(app.modes.activity(), Activity::Streaming);
     insta::assert_snapshot!(frame(&mut app, 80, 16).backend());
 }
@@ -487,16 +487,16 @@ async fn a_launch_notice_shows_in_the_waiting_answer_and_clears_on_output() {
             Scripted::Event(StreamEvent::Text("!".into())),
         ]
     };
-    // TurnStarted, then the notice: still waiting, the notice on the answer.
+    // TurnStarted, the first checkpoint, then the notice: still waiting.
     let mut app = test_app();
-    play(&mut app, "Say hi", script(), Some(2)).await;
+    play(&mut app, "Say hi", script(), Some(3)).await;
     assert_eq!(app.modes.activity(), Activity::Waiting);
     let t = frame(&mut app, 80, 12);
     assert!(format!("{:?}", t.backend()).contains("starting `local` (pai-local-llm)"));
     insta::assert_snapshot!(t.backend());
     // The first token replaces it.
     let mut app = test_app();
-    play(&mut app, "Say hi", script(), Some(3)).await;
+    play(&mut app, "Say hi", script(), Some(4)).await;
     assert_eq!(app.modes.activity(), Activity::Streaming);
     let screen = format!("{:?}", frame(&mut app, 80, 12).backend());
     assert!(

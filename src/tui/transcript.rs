@@ -354,6 +354,8 @@ pub struct Transcript {
     /// New output arrived while scrolled up.
     pub unseen: bool,
     viewport: usize,
+    /// An entry to bring to the top once heights are known.
+    scroll_target: Option<usize>,
 }
 
 impl Transcript {
@@ -455,6 +457,10 @@ impl Transcript {
             self.unseen = true;
         }
         self.total = total;
+        if let Some(i) = self.scroll_target.take() {
+            let top: usize = self.entries.iter().take(i).map(|e| e.height).sum();
+            self.scroll_from_bottom = total.saturating_sub(top + viewport);
+        }
         self.clamp();
     }
 
@@ -502,6 +508,12 @@ impl Transcript {
     pub fn scroll_bottom(&mut self) {
         self.scroll_from_bottom = 0;
         self.unseen = false;
+        self.scroll_target = None;
+    }
+
+    /// Show entry `i` at the top of the view (applied at the next layout).
+    pub fn scroll_to_entry(&mut self, i: usize) {
+        self.scroll_target = Some(i);
     }
 
     /// The lines of the viewport, top to bottom (after `layout`).

@@ -3,6 +3,7 @@
 
 mod agent;
 mod cli;
+mod crash;
 mod launch;
 mod local_llm;
 mod mcp;

@@ -12,7 +12,7 @@ use crate::tmux::{self, Tmux};
 
 const T: Duration = Duration::from_secs(60);
 
-fn pai_cmd(s: &Sandbox) -> String {
+pub(crate) fn pai_cmd(s: &Sandbox) -> String {
     format!(
         "cd {dir} && env -i PATH=\"$PATH\" HOME={dir} XDG_CONFIG_HOME={dir}/xdg-config XDG_DATA_HOME={dir}/xdg-data TERM=xterm-256color RUST_BACKTRACE=0 {bin}; echo PAI-EXIT=$?; sleep 30",
         dir = s.path().display(),
@@ -20,7 +20,7 @@ fn pai_cmd(s: &Sandbox) -> String {
     )
 }
 
-fn tmux_or_skip(test: &str) -> bool {
+pub(crate) fn tmux_or_skip(test: &str) -> bool {
     if tmux::available() {
         return true;
     }
@@ -33,7 +33,7 @@ fn tmux_or_skip(test: &str) -> bool {
 }
 
 /// A slow stream: 400 tokens, 50 ms apart.
-fn slow_events() -> MockResponse {
+pub(crate) fn slow_events() -> MockResponse {
     let words: Vec<String> = (1..=400).map(|i| format!("n{i} ")).collect();
     let refs: Vec<&str> = words.iter().map(String::as_str).collect();
     MockResponse::sse(&openai_text_events(&refs, None)).paced(Duration::from_millis(50))

@@ -36,6 +36,8 @@ pub struct ArenaState {
     pub pausing: bool,
     pub end: Option<ArenaEnd>,
     pub verdict: Option<Verdict>,
+    /// The first turn of the current exchange.
+    pub first_turn: u32,
 }
 
 impl ArenaState {
@@ -152,6 +154,7 @@ impl App {
             pausing: false,
             end: None,
             verdict: None,
+            first_turn: 0,
         });
         match opening {
             Some(o) => self.start_arena(o),
@@ -235,7 +238,9 @@ impl App {
             RunKind::Arena,
         );
         self.flash = None;
+        let first_turn = self.next_turn;
         if let Some(a) = self.arena.as_mut() {
+            a.first_turn = first_turn;
             a.opening = Some(opening.clone());
             a.spoken.clear();
             a.control = Some(control.clone());
@@ -421,6 +426,14 @@ impl App {
             }
             ArenaEvent::Verdict(v) => {
                 a.verdict = Some((*v).clone());
+                let names = a.names();
+                let opening = a.opening.clone().unwrap_or_default();
+                let first = a.first_turn;
+                let exchange: Vec<Turn> = self.turns.iter().filter(|t| t.turn_id >= first).cloned().collect();
+                let votes = crate::preference::verdict_votes(self.session_name(), &opening, &names, &exchange, &v);
+                for vote in votes {
+                    self.effects.push(Effect::Vote(Box::new(vote)));
+                }
                 self.transcript.push(EntryKind::Verdict(v));
                 self.transcript.scroll_bottom();
             }

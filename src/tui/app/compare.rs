@@ -308,6 +308,7 @@ impl App {
                     self.settle_lane(i);
                 }
             }
+            OrchestratorEvent::Checkpoint { partial, .. } => self.effects.push(Effect::Checkpoint(partial)),
             OrchestratorEvent::TurnStarted { .. }
             | OrchestratorEvent::ApprovalNeeded { .. }
             | OrchestratorEvent::ToolStarted { .. }
@@ -487,7 +488,17 @@ impl App {
             for t in &turns {
                 self.effects.push(Effect::Record(Box::new(t.clone())));
             }
-            // VOTE-WIRE: store votes here once the history store is merged.
+            let preference = match pick {
+                Some(Pick::Answer(i)) => Some(crate::preference::Preference::Winner(i)),
+                Some(Pick::Tie) => Some(crate::preference::Preference::Tie),
+                Some(Pick::BothBad) => Some(crate::preference::Preference::BothBad),
+                None => None,
+            };
+            if let Some(p) = preference {
+                for v in crate::preference::compare_votes(self.session_name(), &turns, p) {
+                    self.effects.push(Effect::Vote(Box::new(v)));
+                }
+            }
         }
         Ok(())
     }

@@ -132,6 +132,7 @@ impl App {
             OrchestratorEvent::ToolOutput { turn, call_id, chunk } => self.on_tool_output(turn, &call_id, &chunk),
             OrchestratorEvent::ToolFinished { turn, run } => self.on_tool_finished(turn, *run),
             OrchestratorEvent::Arena(e) => self.on_arena(e),
+            OrchestratorEvent::Checkpoint { partial, .. } => self.effects.push(Effect::Checkpoint(partial)),
             OrchestratorEvent::AgentFinished { turn, end } => {
                 let Some(live) = self
                     .live

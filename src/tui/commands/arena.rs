@@ -1,7 +1,7 @@
 //! Arena and compare commands: /arena, /pause, /resume, /stop, /judge, /compare.
 
 use super::{CommandError, SlashCommand};
-use crate::tui::app::App;
+use crate::tui::app::{App, HistoryRequest};
 
 fn failed(e: String) -> CommandError {
     CommandError::Failed(e)
@@ -70,14 +70,24 @@ impl SlashCommand for Resume {
     fn name(&self) -> &'static str {
         "resume"
     }
+    fn args(&self) -> &'static str {
+        "[ID]"
+    }
     fn about(&self) -> &'static str {
-        "carry on a paused arena"
+        "carry on a paused arena; with a session ID: continue that recorded session"
     }
     fn run(&self, app: &mut App, args: &str) -> Result<(), CommandError> {
-        if !args.is_empty() {
-            return Err(CommandError::Usage(format!("unexpected `{args}`")));
+        if args.is_empty() {
+            return app.arena_resume().map_err(failed);
         }
-        app.arena_resume().map_err(failed)
+        if args.split_whitespace().count() > 1 {
+            return Err(CommandError::Usage("one session id (or a unique part of it)".into()));
+        }
+        app.history(HistoryRequest::Resume {
+            id: args.to_string(),
+            focus: None,
+        })
+        .map_err(failed)
     }
 }
 

@@ -3,6 +3,7 @@
 //! completion and "did you mean" are all generated from the registry.
 
 mod arena;
+mod history;
 mod output;
 mod session;
 mod settings;
@@ -77,6 +78,8 @@ impl Registry {
             Box::new(arena::Stop),
             Box::new(arena::Judge),
             Box::new(arena::Compare),
+            Box::new(history::History),
+            Box::new(history::Search),
         ];
         Registry { commands }
     }

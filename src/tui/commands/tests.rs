@@ -126,7 +126,10 @@ fn clear_copy_and_export_need_content_and_produce_effects() {
     app.conversation.session_tokens = 99;
     run(&mut app, "/clear");
     assert_eq!(app.conversation.session_tokens, 0);
-    assert!(app.take_effects().iter().any(|e| matches!(e, Effect::NewRecordSession)));
+    assert!(app.take_effects().iter().any(|e| matches!(
+        e,
+        Effect::StartSession(crate::records::writer::SessionStart::New { .. })
+    )));
 }
 
 #[test]
