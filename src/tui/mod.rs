@@ -10,6 +10,7 @@ pub mod app;
 pub mod approval;
 pub mod clipboard;
 pub mod commands;
+pub mod effects;
 pub mod highlight;
 pub mod input;
 pub mod keys;
