@@ -38,11 +38,12 @@ pub struct JudgeSetup {
 }
 
 impl JudgeSetup {
-    /// A judge samples deterministically (temperature 0).
-    pub fn params(max_tokens: Option<u32>) -> Params {
+    /// A judge samples deterministically (temperature 0), with room for a
+    /// verdict whatever the chat's own answer-length cap.
+    pub fn params() -> Params {
         Params {
             temperature: Some(0.0),
-            max_tokens,
+            max_tokens: Some(1024),
             ..Params::default()
         }
     }

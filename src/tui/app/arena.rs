@@ -188,7 +188,7 @@ impl App {
             adapter: self.adapter(&j.endpoint)?,
             prompt: j.prompt.clone(),
             criteria: j.criteria.clone(),
-            params: JudgeSetup::params(self.params.max_tokens),
+            params: JudgeSetup::params(),
         })
     }
 
