@@ -130,6 +130,7 @@ async fn the_real_local_llm_makes_a_real_tool_call() {
             temperature: Some(0.0),
             max_tokens: Some(80),
             tool_choice: Some("required".into()),
+            response_schema: None,
         },
     };
     let mut s = adapter.stream(request, CancellationToken::new());
