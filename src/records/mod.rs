@@ -5,6 +5,7 @@
 //! Owns file layout and rendering. It receives finished [`Turn`]s (which never
 //! contain secrets) and must not be called from the UI task directly.
 
+pub mod arena_view;
 mod atomic;
 pub mod export;
 pub mod html;
@@ -125,5 +126,7 @@ impl SessionRecorder {
     }
 }
 
+#[cfg(test)]
+mod arena_tests;
 #[cfg(test)]
 mod tests;
