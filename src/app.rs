@@ -7,10 +7,12 @@ use std::sync::Arc;
 use clap::CommandFactory;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{Cli, Command, CommonArgs, ConfigAction};
+use crate::cli::{ArenaArgs, Cli, Command, CommonArgs, CompareArgs, ConfigAction};
 use crate::config::{Config, Discovery, Secrets};
 use crate::conversation::Params;
 use crate::headless::{self, OneShot};
+use crate::multi::arena::{self as arena_cmd, ArenaPlan};
+use crate::multi::compare::{self as compare_cmd, ComparePlan};
 use crate::orchestration::agent::{AgentSetup, AutoApprove, NoApprover};
 use crate::protocols::build_adapter;
 use crate::records::Templates;
@@ -44,6 +46,8 @@ pub fn run(cli: Cli) -> i32 {
         Some(Command::Tools) => tools_cmd(&config, &secrets, &discovery.cwd, false),
         Some(Command::Mcp) => tools_cmd(&config, &secrets, &discovery.cwd, true),
         Some(Command::Completions { .. }) => 0,
+        Some(Command::Arena(args)) => arena(&config, &secrets, &cli.common, &args),
+        Some(Command::Compare(args)) => compare(&config, &secrets, &cli.common, &args),
         None => prompt_mode(&config, &secrets, &cli.common, cli.prompt, cli.json),
     }
 }
@@ -234,6 +238,70 @@ fn load_templates(config: &Config) -> Result<Arc<Templates>, i32> {
             eprintln!("pai: {e} — fix the template or remove templates_dir from polyglot.toml");
             EXIT_USAGE
         })
+}
+
+/// `pai arena NAME`: headless with `--headless` or when stdout is not a
+/// terminal, else the terminal UI's arena mode.
+fn arena(config: &Config, secrets: &Secrets, common: &CommonArgs, args: &ArenaArgs) -> i32 {
+    let plan = match arena_cmd::plan(config, args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("pai: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    if args.headless || !std::io::stdout().is_terminal() {
+        let templates = match load_templates(config) {
+            Ok(t) => t,
+            Err(c) => return c,
+        };
+        arena_cmd::run(config, secrets, templates, common.no_log, plan)
+    } else {
+        tui_arena(config, secrets, common, plan)
+    }
+}
+
+/// The arena in the terminal UI (`pai arena NAME` on a terminal). `plan.opening`
+/// may be `None` there: the user types it. Until the TUI's arena mode takes
+/// over this function, it runs the arena headless on the terminal.
+pub fn tui_arena(config: &Config, secrets: &Secrets, common: &CommonArgs, plan: ArenaPlan) -> i32 {
+    let templates = match load_templates(config) {
+        Ok(t) => t,
+        Err(c) => return c,
+    };
+    arena_cmd::run(config, secrets, templates, common.no_log, plan)
+}
+
+/// `pai compare -e A -e B PROMPT`: headless with `--headless` or when stdout
+/// is not a terminal, else the terminal UI's compare view.
+fn compare(config: &Config, secrets: &Secrets, common: &CommonArgs, args: &CompareArgs) -> i32 {
+    let plan = match compare_cmd::plan(config, args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("pai: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    if args.headless || !std::io::stdout().is_terminal() {
+        let templates = match load_templates(config) {
+            Ok(t) => t,
+            Err(c) => return c,
+        };
+        compare_cmd::run(config, secrets, templates, common.no_log, plan)
+    } else {
+        tui_compare(config, secrets, common, plan)
+    }
+}
+
+/// The compare view in the terminal UI (`pai compare` on a terminal).
+/// `plan.prompt` may be `None` there: the user types it. Until the TUI's
+/// compare view takes over this function, it runs the comparison headless.
+pub fn tui_compare(config: &Config, secrets: &Secrets, common: &CommonArgs, plan: ComparePlan) -> i32 {
+    let templates = match load_templates(config) {
+        Ok(t) => t,
+        Err(c) => return c,
+    };
+    compare_cmd::run(config, secrets, templates, common.no_log, plan)
 }
 
 fn tui_mode(config: &Config, secrets: &Secrets, common: &CommonArgs) -> i32 {

@@ -130,3 +130,6 @@ impl SessionRecorder {
 mod arena_tests;
 #[cfg(test)]
 mod tests;
+/// A plain chat turn for tests elsewhere in the crate.
+#[cfg(test)]
+pub(crate) use tests::turn as test_turn;
