@@ -104,6 +104,7 @@ fn base_turn() -> Turn {
         endpoint: "local".into(),
         model: "smollm2".into(),
         participant_name: None,
+        lane: None,
         mode: TurnMode::Chat,
         status: TurnStatus::Completed,
         request: TurnRequest {

@@ -7,10 +7,12 @@ use std::sync::Arc;
 use clap::CommandFactory;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{Cli, Command, CommonArgs, ConfigAction};
+use crate::cli::{ArenaArgs, Cli, Command, CommonArgs, CompareArgs, ConfigAction};
 use crate::config::{Config, Discovery, Secrets};
 use crate::conversation::Params;
 use crate::headless::{self, OneShot};
+use crate::multi::arena::{self as arena_cmd, ArenaPlan};
+use crate::multi::compare::{self as compare_cmd, ComparePlan};
 use crate::orchestration::agent::{AgentSetup, AutoApprove, NoApprover};
 use crate::protocols::build_adapter;
 use crate::records::Templates;
@@ -63,6 +65,8 @@ pub fn run(cli: Cli) -> i32 {
             no_log,
         }) => resume(&config, &secrets, &id, prompt, json, db, no_log),
         Some(Command::Completions { .. }) => 0,
+        Some(Command::Arena(args)) => arena(&config, &secrets, &cli.common, &args),
+        Some(Command::Compare(args)) => compare(&config, &secrets, &cli.common, &args),
         None => prompt_mode(&config, &secrets, &cli.common, cli.prompt, cli.json),
     }
 }
@@ -273,11 +277,84 @@ fn history_location(config: &Config, no_log: bool) -> Option<std::path::PathBuf>
     }
 }
 
+/// `pai arena NAME`: headless with `--headless` or when stdout is not a
+/// terminal, else the terminal UI's arena mode.
+fn arena(config: &Config, secrets: &Secrets, common: &CommonArgs, args: &ArenaArgs) -> i32 {
+    let plan = match arena_cmd::plan(config, args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("pai: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    if args.headless || !std::io::stdout().is_terminal() {
+        let templates = match load_templates(config) {
+            Ok(t) => t,
+            Err(c) => return c,
+        };
+        arena_cmd::run(config, secrets, templates, common.no_log, plan)
+    } else {
+        tui_arena(config, secrets, common, plan)
+    }
+}
+
+/// The arena in the terminal UI (`pai arena NAME` on a terminal): arena mode,
+/// started at once with the opening; without one, the user types it.
+pub fn tui_arena(config: &Config, secrets: &Secrets, common: &CommonArgs, plan: ArenaPlan) -> i32 {
+    let common = CommonArgs {
+        max_tokens: plan.max_tokens.or(common.max_tokens),
+        ..common.clone()
+    };
+    let start = crate::tui::TuiStart::Arena {
+        name: plan.arena.name.clone(),
+        turns: plan.turns,
+        opening: plan.opening,
+    };
+    tui_mode(config, secrets, &common, start, history_location(config, false))
+}
+
+/// `pai compare -e A -e B PROMPT`: headless with `--headless` or when stdout
+/// is not a terminal, else the terminal UI's compare view.
+fn compare(config: &Config, secrets: &Secrets, common: &CommonArgs, args: &CompareArgs) -> i32 {
+    let plan = match compare_cmd::plan(config, args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("pai: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    if args.headless || !std::io::stdout().is_terminal() {
+        let templates = match load_templates(config) {
+            Ok(t) => t,
+            Err(c) => return c,
+        };
+        compare_cmd::run(config, secrets, templates, common.no_log, plan)
+    } else {
+        tui_compare(config, secrets, common, plan)
+    }
+}
+
+/// The compare view in the terminal UI (`pai compare` on a terminal): compare
+/// mode on the endpoints given, sending the prompt at once when there is one.
+pub fn tui_compare(config: &Config, secrets: &Secrets, common: &CommonArgs, plan: ComparePlan) -> i32 {
+    let common = CommonArgs {
+        system: plan.system.clone().or_else(|| common.system.clone()),
+        temperature: plan.params.temperature.or(common.temperature),
+        max_tokens: plan.params.max_tokens.or(common.max_tokens),
+        ..common.clone()
+    };
+    let start = crate::tui::TuiStart::Compare {
+        targets: plan.lanes.iter().map(|l| l.label()).collect(),
+        prompt: plan.prompt,
+    };
+    tui_mode(config, secrets, &common, start, history_location(config, false))
+}
+
 fn tui_mode(
     config: &Config,
     secrets: &Secrets,
     common: &CommonArgs,
-    resume: Option<String>,
+    start: crate::tui::TuiStart,
     history_db: Option<std::path::PathBuf>,
 ) -> i32 {
     let (ep, model, system, params) = match resolve(config, common) {
@@ -300,7 +377,7 @@ fn tui_mode(
         sessions_dir: (!common.no_log).then(|| config.defaults.sessions_dir.clone()),
         record_history: !common.no_log,
         history_db,
-        resume,
+        start,
         templates,
         history_file: data_dir.as_ref().map(|d| d.join("prompt_history.jsonl")),
         tool_env: match std::env::current_dir()
@@ -362,7 +439,13 @@ fn resume(
         );
     }
     if prompt.is_empty() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
-        return tui_mode(config, secrets, &common, Some(r.session_id), Some(path));
+        return tui_mode(
+            config,
+            secrets,
+            &common,
+            crate::tui::TuiStart::Resume(r.session_id),
+            Some(path),
+        );
     }
     let cont = crate::headless::Continue {
         session: r.session_id.clone(),
@@ -407,7 +490,13 @@ fn prompt_mode_with(
         s
     } else if std::io::stdout().is_terminal() && resume.is_none() {
         // The TUI reads the history even with --no-log (/history, /search).
-        return tui_mode(config, secrets, common, None, history_location(config, false));
+        return tui_mode(
+            config,
+            secrets,
+            common,
+            crate::tui::TuiStart::Chat,
+            history_location(config, false),
+        );
     } else {
         eprintln!("pai: no prompt given — run `pai \"your prompt\"`, or pipe one in: echo 'hi' | pai");
         return EXIT_USAGE;

@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
     about = "pai — Polyglot AI: a terminal workbench for many LLMs at once",
     long_about = "Chat with any model in a fast terminal UI, or script it: `pai PROMPT` (or the prompt on stdin) streams the answer to stdout.\nEvery session is recorded as per-turn JSON and HTML under sessions_dir.",
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  pai \"Say hi\"\n  echo 'Explain TCP in one line' | pai -e local --json\n  pai endpoints\n  pai config check"
+    after_help = "Examples:\n  pai \"Say hi\"\n  echo 'Explain TCP in one line' | pai -e local --json\n  pai arena debate --headless \"Tabs or spaces?\"\n  pai compare -e local -e openai/gpt-4o-mini \"Name three primes\"\n  pai endpoints\n  pai config check"
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -51,7 +51,7 @@ pub struct CommonArgs {
     #[arg(long, value_name = "PATH", global = true)]
     pub config: Option<PathBuf>,
     /// Do not write session records.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub no_log: bool,
     /// Agent mode: the model may call tools (built-in, custom, MCP) in a loop.
     #[arg(long)]
@@ -72,6 +72,16 @@ fn parse_temperature(s: &str) -> Result<f32, String> {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Two or more models talk in turns, then the judge rules ([arenas.NAME] in polyglot.toml).
+    #[command(
+        after_help = "The opening prompt is PROMPT, else stdin when piped, else the arena's `opening`.\nCtrl-C stops the exchange (the judge still rules); a second Ctrl-C aborts.\nExit codes: 0 completed, 1 a request failed, 2 bad usage or configuration, 130 stopped."
+    )]
+    Arena(ArenaArgs),
+    /// The same prompt to two or more endpoints at once; the answers side by side.
+    #[command(
+        after_help = "Example: pai compare -e local -e claude/claude-sonnet-4-5 \"Explain CRDTs in two sentences\"\nThe prompt is PROMPT, else stdin when piped.\nExit codes: 0 all answered, 1 a request failed, 2 bad usage or configuration, 130 cancelled."
+    )]
+    Compare(CompareArgs),
     /// Check the configuration and show where it came from.
     Config {
         #[command(subcommand)]
@@ -119,6 +129,58 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// `pai arena NAME [PROMPT]`.
+#[derive(Debug, Clone, Args)]
+pub struct ArenaArgs {
+    /// The arena: a [arenas.NAME] table in polyglot.toml.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The opening prompt (default: stdin when piped, else the arena's `opening`).
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Vec<String>,
+    /// Turns to run, overriding the arena's max_turns (each participant speaking once is one turn).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub turns: Option<u32>,
+    /// Run to the end and print, also on a terminal (the default when stdout is not a terminal).
+    #[arg(long)]
+    pub headless: bool,
+    /// Print one JSON object at the end (turns, verdict, session folder) instead of streaming text.
+    #[arg(long)]
+    pub json: bool,
+    /// Cap on each participant's answer (default: [defaults] max_tokens).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: Option<u32>,
+}
+
+/// `pai compare -e A -e B [PROMPT]`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// An endpoint to ask, as NAME or NAME/MODEL (split at the first `/`); give two or more.
+    #[arg(short = 'e', long = "endpoint", value_name = "ENDPOINT[/MODEL]", required = true)]
+    pub endpoints: Vec<String>,
+    /// Model for every endpoint given without /MODEL (default: each endpoint's model).
+    #[arg(short = 'm', long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// System prompt (default: [defaults] system).
+    #[arg(short = 's', long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Sampling temperature, 0.0–2.0.
+    #[arg(long, value_name = "X", value_parser = parse_temperature)]
+    pub temperature: Option<f32>,
+    /// Maximum tokens in each answer.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: Option<u32>,
+    /// Print the answers when all are done, also on a terminal (the default when stdout is not a terminal).
+    #[arg(long)]
+    pub headless: bool,
+    /// Print one JSON object with every answer instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The prompt (default: stdin when piped).
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

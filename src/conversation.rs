@@ -203,6 +203,10 @@ pub struct Turn {
     pub model: String,
     pub participant_name: Option<String>,
     pub mode: TurnMode,
+    /// The lane the turn ran in: an arena seat or a compare pane (absent for
+    /// chat, agent and judge turns, which have one lane).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<u8>,
     pub status: TurnStatus,
     pub request: TurnRequest,
     pub response: TurnResponse,

@@ -1,7 +1,8 @@
 //! pai — Polyglot AI: a terminal workbench for people who work with many LLMs.
 //!
 //! Layers: `protocols` (wire → `StreamEvent`), `orchestration` (turns →
-//! `OrchestratorEvent`), front ends (`headless`, later the TUI) and `records`.
+//! `OrchestratorEvent`), front ends (`headless`, `multi` for arena and compare,
+//! the TUI) and `records`.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod app;
@@ -10,6 +11,7 @@ pub mod config;
 pub mod conversation;
 pub mod headless;
 pub mod launch;
+pub mod multi;
 pub mod orchestration;
 pub mod preference;
 pub mod protocols;

@@ -39,6 +39,17 @@ fn shipped_example_is_the_valid_default() {
     assert_eq!(launch.command, ["pai-local-llm", "--port", "8080"]);
     assert_eq!(launch.health_url, "http://127.0.0.1:8080/v1/models");
     assert_eq!(launch.cwd, PathBuf::from("/data"));
+    let debate = &c.arenas["debate"];
+    let names: Vec<&str> = debate.participants.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["Tabs", "Spaces"]);
+    assert!(
+        debate
+            .participants
+            .iter()
+            .all(|p| p.endpoint == "local" && p.system.is_some())
+    );
+    assert_eq!(debate.judge.as_ref().map(|j| j.endpoint.as_str()), Some("local"));
+    assert!(debate.opening.is_some());
 }
 
 #[test]

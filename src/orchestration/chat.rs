@@ -8,7 +8,7 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::{EventSink, OrchestratorEvent, TurnContext, TurnOutcome, emit};
-use crate::conversation::{Turn, TurnRequest, TurnResponse, TurnStatus};
+use crate::conversation::{Turn, TurnMode, TurnRequest, TurnResponse, TurnStatus};
 use crate::protocols::{ChatRequest, ProtocolError, StreamEvent};
 use crate::stats::{StatsTracker, estimate_tokens};
 use crate::util::time::Utc;
@@ -41,6 +41,7 @@ fn partial_turn(ctx: &TurnContext, started_at: &str, response: &TurnResponse, st
         ruling: None,
         verdict: None,
         pick: None,
+        lane: matches!(ctx.mode, TurnMode::Arena | TurnMode::Compare).then_some(ctx.turn.lane),
     }
 }
 
@@ -172,6 +173,7 @@ pub async fn stream_turn(ctx: TurnContext, sink: &EventSink, cancel: Cancellatio
         endpoint: ctx.endpoint,
         model: ctx.model,
         participant_name: ctx.participant,
+        lane: matches!(ctx.mode, TurnMode::Arena | TurnMode::Compare).then_some(ctx.turn.lane),
         mode: ctx.mode,
         status,
         request: TurnRequest {

@@ -92,6 +92,11 @@ mod tests {
         assert_eq!(texts, ["a1 a2 a3", "b1 b2 b3"]);
         assert_eq!(out[1].turn().turn_id, 5);
         assert_eq!(out[1].turn().mode, TurnMode::Compare);
+        assert_eq!(
+            (out[0].turn().lane, out[1].turn().lane),
+            (Some(0), Some(1)),
+            "the record keeps the lane"
+        );
         let order = watch.await.unwrap();
         let lanes: Vec<(u8, u64)> = order.iter().map(|(l, _, s)| (*l, *s)).collect();
         assert_eq!(lanes, [(0, 1), (1, 1), (0, 2), (1, 2), (0, 3), (1, 3)], "interleaved");

@@ -10,7 +10,8 @@ use minijinja::value::Serde;
 use minijinja::{AutoEscape, Environment, context};
 use serde::Serialize;
 
-use crate::conversation::{Message, Role, Turn};
+use super::arena_view::{RulingView, VerdictView, seat_class, turn_ruling, verdict_view};
+use crate::conversation::{Message, Role, Turn, TurnMode};
 
 /// One HTML output: `conversation.html` or `gptwink_format.html`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,9 +74,28 @@ pub struct Templates {
 #[derive(Serialize)]
 struct TurnView<'a> {
     turn: &'a Turn,
-    /// Messages new in this request: the user's prompt, tool results, …
+    /// Messages new in this request: the user's prompt, tool results, … —
+    /// empty when the transcript already shows them (the previous arena
+    /// answer, the prompt of the compare answer before).
     inputs: Vec<&'a Message>,
     speaker: String,
+    /// Colour class of an arena seat or compare lane (`seat-0` …), `judge`.
+    seat: Option<String>,
+    /// 1-based lane of a compare answer.
+    lane: Option<u16>,
+    /// A judge turn's ruling.
+    ruling: Option<RulingView>,
+    /// The last judge turn: the verdict.
+    verdict: Option<VerdictView>,
+}
+
+/// Where a turn sits in the session, for what its fragment shows.
+#[derive(Debug, Clone, Default)]
+pub struct TurnPlace {
+    /// The transcript already shows this turn's inputs.
+    pub inputs_shown: bool,
+    /// Arena participants by seat, as far as the session showed them.
+    pub seats: Vec<String>,
 }
 
 fn inputs(turn: &Turn) -> Vec<&Message> {
@@ -112,15 +132,22 @@ impl Templates {
         }
     }
 
-    pub fn render_turn(&self, format: HtmlFormat, turn: &Turn) -> Result<String, String> {
+    pub fn render_turn(&self, format: HtmlFormat, turn: &Turn, place: &TurnPlace) -> Result<String, String> {
         let speaker = match &turn.participant_name {
-            Some(p) => format!("{p} ({})", turn.model),
+            Some(p) => format!("{p} ({} · {})", turn.model, turn.endpoint),
             None => turn.model.clone(),
         };
         let view = TurnView {
             turn,
-            inputs: inputs(turn),
+            inputs: if place.inputs_shown { Vec::new() } else { inputs(turn) },
             speaker,
+            seat: seat_class(turn),
+            lane: match (turn.mode, turn.lane) {
+                (TurnMode::Compare, Some(l)) => Some(u16::from(l) + 1),
+                _ => None,
+            },
+            ruling: turn_ruling(turn, &place.seats),
+            verdict: turn.verdict.as_deref().map(verdict_view),
         };
         self.env
             .get_template(format.turn())
@@ -153,22 +180,79 @@ impl Templates {
     }
 }
 
+/// What the book remembers of each turn to place the next one.
+#[derive(Debug, Clone, PartialEq)]
+struct Shown {
+    mode: TurnMode,
+    /// The request's messages, hashed (compare answers share one prompt).
+    request: u64,
+}
+
+impl Shown {
+    fn of(turn: &Turn) -> Self {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for m in &turn.request.messages {
+            m.role.hash(&mut h);
+            m.content.hash(&mut h);
+        }
+        Shown {
+            mode: turn.mode,
+            request: h.finish(),
+        }
+    }
+
+    /// Whether `self`, shown just before `next`, already shows `next`'s inputs:
+    /// an arena answer is the next speaker's input; compare answers share a prompt.
+    fn shows_inputs_of(&self, next: &Shown) -> bool {
+        match next.mode {
+            TurnMode::Arena => self.mode == TurnMode::Arena,
+            TurnMode::Compare => self.mode == TurnMode::Compare && self.request == next.request,
+            TurnMode::Chat | TurnMode::Agent | TurnMode::Judge => false,
+        }
+    }
+}
+
 /// Cached fragments for one session's HTML files.
 pub struct HtmlBook {
     fragments: [Vec<String>; 2],
+    shown: Vec<Shown>,
+    seats: Vec<String>,
 }
 
 impl HtmlBook {
     pub fn new() -> Self {
         HtmlBook {
             fragments: [Vec::new(), Vec::new()],
+            shown: Vec::new(),
+            seats: Vec::new(),
         }
     }
 
     /// Add (or replace, for a turn rewritten with the same id) a turn's fragments.
     pub fn upsert(&mut self, templates: &Templates, position: usize, turn: &Turn) -> Result<(), String> {
+        if let (TurnMode::Arena, Some(lane), Some(name)) = (turn.mode, turn.lane, &turn.participant_name) {
+            let seat = usize::from(lane);
+            if self.seats.len() <= seat {
+                self.seats.resize(seat + 1, String::new());
+            }
+            self.seats[seat] = name.clone();
+        }
+        let shown = Shown::of(turn);
+        let place = TurnPlace {
+            inputs_shown: position
+                .checked_sub(1)
+                .and_then(|p| self.shown.get(p))
+                .is_some_and(|prev| prev.shows_inputs_of(&shown)),
+            seats: self.seats.clone(),
+        };
+        if position < self.shown.len() {
+            self.shown[position] = shown;
+        } else {
+            self.shown.push(shown);
+        }
         for (i, f) in HtmlFormat::ALL.iter().enumerate() {
-            let frag = templates.render_turn(*f, turn)?;
+            let frag = templates.render_turn(*f, turn, &place)?;
             let list = &mut self.fragments[i];
             if position < list.len() {
                 list[position] = frag;

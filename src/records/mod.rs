@@ -5,6 +5,7 @@
 //! Owns file layout and rendering. It receives finished [`Turn`]s (which never
 //! contain secrets) and must not be called from the UI task directly.
 
+pub mod arena_view;
 mod atomic;
 pub mod export;
 pub mod html;
@@ -202,4 +203,9 @@ impl SessionRecorder {
 }
 
 #[cfg(test)]
+mod arena_tests;
+#[cfg(test)]
 mod tests;
+/// A plain chat turn for tests elsewhere in the crate.
+#[cfg(test)]
+pub(crate) use tests::turn as test_turn;

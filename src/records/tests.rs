@@ -6,7 +6,7 @@ use super::*;
 use crate::conversation::{Message, Params, ToolCall, Turn, TurnMode, TurnRequest, TurnResponse, TurnStatus};
 use crate::stats::RequestStats;
 
-fn turn(id: u32, prompt: &str, answer: &str) -> Turn {
+pub(crate) fn turn(id: u32, prompt: &str, answer: &str) -> Turn {
     Turn {
         turn_id: id,
         started_at: "2026-11-21T10:00:00.000Z".into(),
@@ -14,6 +14,7 @@ fn turn(id: u32, prompt: &str, answer: &str) -> Turn {
         model: "smollm2".into(),
         participant_name: None,
         mode: TurnMode::Chat,
+        lane: None,
         status: TurnStatus::Completed,
         request: TurnRequest {
             messages: vec![Message::system("sys"), Message::user(prompt)],

@@ -206,6 +206,7 @@ fn turn_from(r: &Row) -> Result<(Turn, TurnState, Option<i64>, i64)> {
         ruling: None,
         verdict: None,
         pick: None,
+        lane: None,
     };
     Ok((turn, state, r.get(13)?, r.get(21)?))
 }

@@ -30,7 +30,7 @@ mod testing;
 #[cfg(test)]
 mod tests;
 
-pub use run::{Channels, LoopOptions, Recorders, TuiOptions, event_loop, run};
+pub use run::{Channels, LoopOptions, Recorders, TuiOptions, TuiStart, event_loop, run};
 #[cfg(test)]
 mod tests_arena;
 #[cfg(test)]

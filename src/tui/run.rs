@@ -48,8 +48,8 @@ pub struct TuiOptions {
     pub history_db: Option<PathBuf>,
     /// Record turns into it (not with `--no-log`).
     pub record_history: bool,
-    /// Resume this session (`pai resume ID`).
-    pub resume: Option<String>,
+    /// What to open first: chat, a resumed session, an arena, a comparison.
+    pub start: TuiStart,
     pub templates: Arc<Templates>,
     /// Prompt history file.
     pub history_file: Option<PathBuf>,
@@ -57,6 +57,50 @@ pub struct TuiOptions {
     pub tool_env: Option<ToolEnv>,
     /// Configured MCP servers (started in the background).
     pub mcp: Option<Arc<McpHub>>,
+}
+
+/// What the TUI opens with (from the command line).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum TuiStart {
+    /// Plain chat.
+    #[default]
+    Chat,
+    /// `pai resume ID`: the recorded session, ready to continue.
+    Resume(String),
+    /// `pai arena NAME`: arena mode; the exchange starts at once with an
+    /// opening, else the first prompt typed is the opening.
+    Arena {
+        name: String,
+        turns: u32,
+        opening: Option<String>,
+    },
+    /// `pai compare -e A -e B [PROMPT]`: compare mode on `ENDPOINT/MODEL`
+    /// targets, sending PROMPT at once when there is one.
+    Compare {
+        targets: Vec<String>,
+        prompt: Option<String>,
+    },
+}
+
+impl TuiStart {
+    /// Put the app in the starting state; a failure is shown in the TUI.
+    fn apply(self, app: &mut App) {
+        let result = match self {
+            TuiStart::Chat => Ok(()),
+            TuiStart::Resume(id) => app.history(crate::tui::app::HistoryRequest::Resume { id, focus: None }),
+            TuiStart::Arena { name, turns, opening } => app.open_arena(&name, Some(turns), opening),
+            TuiStart::Compare { targets, prompt } => {
+                let specs: Vec<&str> = targets.iter().map(String::as_str).collect();
+                app.open_compare(&specs).and_then(|()| match prompt {
+                    Some(p) => app.start_prompt(p),
+                    None => Ok(()),
+                })
+            }
+        };
+        if let Err(e) = result {
+            app.flash(e, crate::tui::transcript::NoticeLevel::Error);
+        }
+    }
 }
 
 /// Messages to the runner from its helpers.
@@ -209,11 +253,7 @@ async fn run_async(config: Arc<Config>, secrets: Secrets, opts: TuiOptions) -> R
     });
     app.history_on = opts.history_db.is_some();
     let recorders = Recorders::new(records, history, opts.history_db.clone(), opts.sessions_dir.clone());
-    if let Some(id) = opts.resume.clone()
-        && let Err(e) = app.history(crate::tui::app::HistoryRequest::Resume { id, focus: None })
-    {
-        app.flash(e, crate::tui::transcript::NoticeLevel::Error);
-    }
+    opts.start.clone().apply(&mut app);
     let mut guard = TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let shutdown = Box::pin(async {
         let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());

@@ -26,6 +26,7 @@ fn turn(id: u32, endpoint: &str, model: &str, messages: Vec<Message>, answer: &s
         endpoint: endpoint.into(),
         model: model.into(),
         participant_name: None,
+        lane: None,
         mode: TurnMode::Chat,
         status: TurnStatus::Completed,
         request: TurnRequest {

@@ -2,6 +2,7 @@
 //! One test binary (faster to link); each area is a module.
 
 mod agent;
+mod arena;
 mod cli;
 mod crash;
 mod launch;

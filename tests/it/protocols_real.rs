@@ -71,13 +71,21 @@ fn anthropic_protocol_json_output_and_models_with_a_v1_base_url() {
         "smollm2",
         "",
     ));
-    let v = json_out(&s.run(&["--json", "--no-log", "--max-tokens", "8", "Name a colour."]));
+    let v = json_out(&s.run(&[
+        "--json",
+        "--no-log",
+        "--temperature",
+        "0",
+        "--max-tokens",
+        "4",
+        "Count from 1 to 100, separated by commas.",
+    ]));
     assert_eq!(
         (v["endpoint"].as_str(), v["status"].as_str()),
         (Some("claude"), Some("completed"))
     );
     assert!(!v["text"].as_str().unwrap().is_empty(), "{v}");
-    assert_eq!(v["finish_reason"], "length", "8 tokens cut this model short: {v}");
+    assert_eq!(v["finish_reason"], "length", "4 tokens cut a count to 100 short: {v}");
     assert_eq!(v["stats"]["usage_reported"], true);
     let o = s.run(&["models", "claude"]);
     assert!(o.status.success(), "{}", stderr(&o));

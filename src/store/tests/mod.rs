@@ -15,6 +15,7 @@ pub fn turn(id: u32, messages: Vec<Message>, answer: &str) -> Turn {
         endpoint: "local".into(),
         model: "smollm2".into(),
         participant_name: None,
+        lane: None,
         mode: TurnMode::Chat,
         status: TurnStatus::Completed,
         request: TurnRequest {

@@ -119,9 +119,10 @@ impl App {
         format!("unknown arena `{name}`{hint} Configured: {}", names.join(", "))
     }
 
-    /// `/arena NAME [TURNS]`: arena mode with NAME. Its configured opening
-    /// starts it at once; without one, the next prompt typed is the opening.
-    pub fn open_arena(&mut self, name: &str, turns: Option<u32>) -> Result<(), String> {
+    /// `/arena NAME [TURNS]`: arena mode with NAME. An opening (given, else
+    /// the configured one) starts it at once; without one, the next prompt
+    /// typed is the opening.
+    pub fn open_arena(&mut self, name: &str, turns: Option<u32>, opening: Option<String>) -> Result<(), String> {
         if self.is_busy() {
             return Err("an answer is still streaming — Esc cancels it first".into());
         }
@@ -141,7 +142,7 @@ impl App {
             .apply(Transition::SwitchMode(UiMode::Arena))
             .map_err(|r| r.0.to_string())?;
         let turns = turns.unwrap_or(cfg.max_turns);
-        let opening = cfg.opening.clone();
+        let opening = opening.or_else(|| cfg.opening.clone());
         self.notice(describe(&cfg, turns), NoticeLevel::Info);
         self.arena = Some(ArenaState {
             config: cfg,

@@ -48,7 +48,7 @@ impl SlashCommand for Arena {
         if let Some(extra) = words.next() {
             return Err(CommandError::Usage(format!("unexpected `{extra}`")));
         }
-        app.open_arena(name, turns).map_err(failed)
+        app.open_arena(name, turns, None).map_err(failed)
     }
 }
 
