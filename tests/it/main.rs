@@ -11,3 +11,4 @@ mod sessions;
 mod support;
 mod tmux;
 mod tui_e2e;
+mod votes;
