@@ -19,6 +19,7 @@ use crate::records::Templates;
 use crate::sessions_cmd;
 use crate::tools::mcp::{McpHub, McpStatus};
 use crate::tools::{ServerTools, ToolEnv};
+use crate::{leaderboard_cmd, votes_cmd};
 
 /// Exit code for bad usage or configuration.
 pub const EXIT_USAGE: i32 = 2;
@@ -64,11 +65,27 @@ pub fn run(cli: Cli) -> i32 {
             db,
             no_log,
         }) => resume(&config, &secrets, &id, prompt, json, db, no_log),
+        Some(Command::Votes { db, action }) => with_io(|io| votes_cmd::run(&config, db.as_deref(), action, io)),
+        Some(Command::Leaderboard { db, voter, json }) => {
+            with_io(|io| leaderboard_cmd::run(&config, db.as_deref(), voter, json, io))
+        }
         Some(Command::Completions { .. }) => 0,
         Some(Command::Arena(args)) => arena(&config, &secrets, &cli.common, &args),
         Some(Command::Compare(args)) => compare(&config, &secrets, &cli.common, &args),
         None => prompt_mode(&config, &secrets, &cli.common, cli.prompt, cli.json),
     }
+}
+
+/// Run a history subcommand with stdout, stderr and the colour setting.
+fn with_io(f: impl FnOnce(&mut sessions_cmd::Io<'_>) -> i32) -> i32 {
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr();
+    f(&mut sessions_cmd::Io {
+        out: &mut out,
+        err: &mut err,
+        color,
+    })
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, i32> {

@@ -124,6 +124,26 @@ pub enum Command {
         #[arg(long)]
         no_log: bool,
     },
+    /// Votes from compare picks and arena judges: list them, export preference pairs.
+    Votes {
+        /// Use this history database instead of history_db (opened read-only).
+        #[arg(long, value_name = "PATH", global = true)]
+        db: Option<PathBuf>,
+        #[command(subcommand)]
+        action: VotesAction,
+    },
+    /// Rank models from the votes: Bradley–Terry on an Elo-like scale, with 95% intervals.
+    Leaderboard {
+        /// Use this history database instead of history_db (opened read-only).
+        #[arg(long, value_name = "PATH")]
+        db: Option<PathBuf>,
+        /// Whose votes count: yours (compare picks), judges' (arenas) or all.
+        #[arg(long, value_enum, default_value = "all")]
+        voter: VoterArg,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -222,6 +242,47 @@ pub enum SessionsAction {
     },
     /// Move a damaged history database aside (kept) and start a fresh one.
     Recover,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VotesAction {
+    /// Write the votes that have a winner as preference pairs, one JSON object a line.
+    Export {
+        /// dpo-jsonl: TRL's conversational preference format (prompt, chosen, rejected) plus models.
+        #[arg(short, long, value_enum, default_value = "dpo-jsonl")]
+        format: VotesFormat,
+        /// Write to this file instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Whose votes to export: yours (compare picks), judges' (arenas) or all.
+        #[arg(long, value_enum, default_value = "all")]
+        voter: VoterArg,
+    },
+    /// List votes, newest first: when, who, the two models, the choice, the prompt.
+    List {
+        /// How many to show (0: all).
+        #[arg(short = 'n', long, default_value_t = 20, value_name = "N")]
+        limit: usize,
+        /// Whose votes to list: yours, judges' or all.
+        #[arg(long, value_enum, default_value = "all")]
+        voter: VoterArg,
+    },
+}
+
+/// Vote export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum VotesFormat {
+    DpoJsonl,
+}
+
+/// Whose votes count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum VoterArg {
+    /// Your picks (voter `user`).
+    User,
+    /// Arena judges (voter `judge:…`).
+    Judge,
+    All,
 }
 
 /// Export formats.

@@ -67,7 +67,11 @@ fn configured_path(config: &Config, db: Option<&Path>) -> Result<PathBuf, StoreE
 }
 
 /// The store to read; `None` (after saying why) when there is no history yet.
-fn open_for_reading(config: &Config, db: Option<&Path>, io: &mut Io<'_>) -> Result<Option<Store>, StoreError> {
+pub(crate) fn open_for_reading(
+    config: &Config,
+    db: Option<&Path>,
+    io: &mut Io<'_>,
+) -> Result<Option<Store>, StoreError> {
     let path = configured_path(config, db)?;
     if !path.exists() {
         let _ = writeln!(
@@ -98,12 +102,12 @@ fn open_for_reading(config: &Config, db: Option<&Path>, io: &mut Io<'_>) -> Resu
 }
 
 /// Terminal-safe, on one line.
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     terminal_safe(s).split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `s` cut to `width` display columns (with `…` when cut).
-fn fit(s: &str, width: usize) -> String {
+pub(crate) fn fit(s: &str, width: usize) -> String {
     let total: usize = s.chars().map(|c| c.width().unwrap_or(0)).sum();
     if total <= width {
         return s.to_string();
@@ -123,13 +127,13 @@ fn fit(s: &str, width: usize) -> String {
 }
 
 /// `s` padded with spaces to `width` display columns.
-fn pad(s: &str, width: usize) -> String {
+pub(crate) fn pad(s: &str, width: usize) -> String {
     let w: usize = s.chars().map(|c| c.width().unwrap_or(0)).sum();
     format!("{s}{}", " ".repeat(width.saturating_sub(w)))
 }
 
 /// `2026-11-21T18:46:05.123Z` → `2026-11-21 18:46`.
-fn when(rfc3339: &str) -> String {
+pub(crate) fn when(rfc3339: &str) -> String {
     match (rfc3339.get(..10), rfc3339.get(11..16)) {
         (Some(d), Some(t)) if rfc3339.as_bytes().get(10) == Some(&b'T') => format!("{d} {t}"),
         _ => one_line(rfc3339),

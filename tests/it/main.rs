@@ -13,3 +13,4 @@ mod sessions;
 mod support;
 mod tmux;
 mod tui_e2e;
+mod votes;
