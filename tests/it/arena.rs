@@ -8,10 +8,10 @@ use std::path::Path;
 use crate::support::*;
 
 /// aimock's scripted reply to any message containing "hello" (lab/aimock-fixtures.json).
-const MOCK_HELLO: &str = "Hello! How can I help you today?";
+pub(crate) const MOCK_HELLO: &str = "Hello! How can I help you today?";
 
 /// The judge's fixtures: Mock wins in both orders (as B in the first, as A in the second).
-fn judge_fixtures() -> serde_json::Value {
+pub(crate) fn judge_fixtures() -> serde_json::Value {
     let ruling = |winner: &str, mock: &str, lab: &str, why: &str| {
         serde_json::json!({
             "winner": winner,
@@ -31,7 +31,7 @@ fn judge_fixtures() -> serde_json::Value {
     ]})
 }
 
-fn config(llm: u16, aimock: u16, judge: u16, arena_extra: &str) -> String {
+pub(crate) fn config(llm: u16, aimock: u16, judge: u16, arena_extra: &str) -> String {
     format!(
         "[defaults]\nendpoint = \"lab\"\nmax_tokens = 64\n\n\
          [endpoints.lab]\nbase_url = \"http://127.0.0.1:{llm}/v1\"\nmodel = \"smollm2\"\nfirst_token_timeout_s = 300\nidle_timeout_s = 120\n\n\

@@ -12,5 +12,6 @@ mod protocols_real;
 mod sessions;
 mod support;
 mod tmux;
+mod tui_arena;
 mod tui_e2e;
 mod votes;

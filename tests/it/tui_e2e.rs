@@ -13,8 +13,13 @@ use crate::tmux::{self, Tmux};
 const T: Duration = Duration::from_secs(60);
 
 pub(crate) fn pai_cmd(s: &Sandbox) -> String {
+    pai_cmd_with(s, "")
+}
+
+/// `pai ARGS` (shell words) in the sandbox, with a clean environment.
+pub(crate) fn pai_cmd_with(s: &Sandbox, args: &str) -> String {
     format!(
-        "cd {dir} && env -i PATH=\"$PATH\" HOME={dir} XDG_CONFIG_HOME={dir}/xdg-config XDG_DATA_HOME={dir}/xdg-data TERM=xterm-256color RUST_BACKTRACE=0 {bin}; echo PAI-EXIT=$?; sleep 30",
+        "cd {dir} && env -i PATH=\"$PATH\" HOME={dir} XDG_CONFIG_HOME={dir}/xdg-config XDG_DATA_HOME={dir}/xdg-data TERM=xterm-256color RUST_BACKTRACE=0 {bin} {args}; echo PAI-EXIT=$?; sleep 30",
         dir = s.path().display(),
         bin = BIN
     )
