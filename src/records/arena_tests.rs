@@ -236,6 +236,42 @@ fn compare_answers_show_their_lane_and_the_prompt_once() {
 }
 
 #[test]
+fn compare_picks_are_marked_on_their_answers_in_both_files() {
+    let root = tempfile::tempdir().unwrap();
+    let mut r = SessionRecorder::new(root.path(), Arc::new(Templates::builtin()));
+    let mut turns: Vec<Turn> = (0..2u8)
+        .map(|lane| {
+            let mut t = turn(u32::from(lane) + 1, "Name a prime.", &format!("answer {lane}"));
+            t.mode = TurnMode::Compare;
+            t.lane = Some(lane);
+            t
+        })
+        .collect();
+    for t in &turns {
+        r.record(t).unwrap();
+    }
+    assert!(!read(&r, "conversation.html").contains("badge pick"), "no pick yet");
+    // The pick re-records both answers.
+    turns[0].pick = Some(crate::conversation::PickMark::Rejected);
+    turns[1].pick = Some(crate::conversation::PickMark::Chosen);
+    for t in &turns {
+        r.record(t).unwrap();
+    }
+    let html = read(&r, "conversation.html");
+    assert!(
+        html.contains("<span class=\"badge pick chosen\">✓ chosen</span>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<span class=\"badge pick rejected\">✗ not chosen</span>"),
+        "{html}"
+    );
+    let legacy = read(&r, "gptwink_format.html");
+    assert!(legacy.contains("[answer 2] smollm2: [✓ chosen]"), "{legacy}");
+    assert!(legacy.contains("[answer 1] smollm2: [✗ not chosen]"), "{legacy}");
+}
+
+#[test]
 fn script_in_participant_names_answers_rulings_and_verdicts_is_escaped() {
     let root = tempfile::tempdir().unwrap();
     let mut r = SessionRecorder::new(root.path(), Arc::new(Templates::builtin()));

@@ -11,7 +11,7 @@ use minijinja::{AutoEscape, Environment, context};
 use serde::Serialize;
 
 use super::arena_view::{RulingView, VerdictView, seat_class, turn_ruling, verdict_view};
-use crate::conversation::{Message, Role, Turn, TurnMode};
+use crate::conversation::{Message, PickMark, Role, Turn, TurnMode};
 
 /// One HTML output: `conversation.html` or `gptwink_format.html`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +87,8 @@ struct TurnView<'a> {
     ruling: Option<RulingView>,
     /// The last judge turn: the verdict.
     verdict: Option<VerdictView>,
+    /// A compare answer's pick, as shown (`✓ chosen`, `= tie`, …).
+    pick: Option<&'static str>,
 }
 
 /// Where a turn sits in the session, for what its fragment shows.
@@ -148,6 +150,7 @@ impl Templates {
             },
             ruling: turn_ruling(turn, &place.seats),
             verdict: turn.verdict.as_deref().map(verdict_view),
+            pick: turn.pick.map(PickMark::label),
         };
         self.env
             .get_template(format.turn())

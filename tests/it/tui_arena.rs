@@ -138,6 +138,25 @@ fn pai_compare_in_the_tui_records_the_pick_and_the_leaderboard_reflects_it() {
     assert_eq!(sessions.len(), 1, "{sessions:?}");
     let d = &sessions[0];
     assert_eq!(turn_files(d).len(), 2, "{:?}", files_in(d));
+    let turn = |id: u32| -> Value {
+        serde_json::from_slice(&std::fs::read(d.join(format!("{id:04}-turn.json"))).unwrap()).unwrap()
+    };
+    let (left, right) = (turn(1), turn(2));
+    assert_eq!(
+        (left["mode"].as_str(), left["lane"].as_u64()),
+        (Some("compare"), Some(0))
+    );
+    assert_eq!(left["pick"], "rejected", "{left}");
+    assert_eq!(
+        (right["model"].as_str(), right["pick"].as_str()),
+        (Some("llama3.2"), Some("chosen"))
+    );
+    assert_eq!(right["response"]["text"], MOCK_HELLO);
+    let html = std::fs::read_to_string(d.join("conversation.html")).unwrap();
+    assert!(
+        html.contains("✓ chosen") && html.contains("✗ not chosen"),
+        "the pick in the HTML"
+    );
 
     // The vote: a preference pair for export, and a win on the leaderboard.
     let o = s.run(&["votes", "export", "--format", "dpo-jsonl"]);
