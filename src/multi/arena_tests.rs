@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::*;
-use crate::protocols::ProtocolError;
+use crate::multi::arena_print::{header, ruling_line, verdict_lines};
+use crate::protocols::{ProtocolError, StreamEvent};
 use crate::testkit::{Scripted, ScriptedAdapter};
+use crate::verdict::Ruling;
 
 fn seat(name: &str, adapter: Arc<ScriptedAdapter>) -> Seat {
     Seat {

@@ -8,6 +8,7 @@
 //! [`crate::records`].
 
 pub mod arena;
+pub mod arena_print;
 pub mod compare;
 
 use std::collections::HashMap;

@@ -1,7 +1,7 @@
 //! The edge: turns parsed command-line arguments into a run of the right front
 //! end or subcommand, and every failure into one clear line and an exit code.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::sync::Arc;
 
 use clap::CommandFactory;
@@ -20,6 +20,9 @@ use crate::sessions_cmd;
 use crate::tools::mcp::{McpHub, McpStatus};
 use crate::tools::{ServerTools, ToolEnv};
 use crate::{leaderboard_cmd, votes_cmd};
+
+mod info;
+use info::{config_check, endpoints, models, tools_cmd};
 
 /// Exit code for bad usage or configuration.
 pub const EXIT_USAGE: i32 = 2;
@@ -98,48 +101,6 @@ fn runtime() -> Result<tokio::runtime::Runtime, i32> {
         })
 }
 
-fn config_check(config: &Config, secrets: &Secrets) -> i32 {
-    println!("config OK: {}", config.source);
-    println!("  default endpoint: {}", config.defaults.endpoint);
-    println!("  sessions folder:  {}", config.defaults.sessions_dir.display());
-    match crate::store::location(config) {
-        Ok(p) => println!("  history:          {}", p.display()),
-        Err(e) => println!("  history:          off — {e}"),
-    }
-    for ep in config.endpoints.values() {
-        if let Some(var) = &ep.api_key_env
-            && secrets.get(var).is_none()
-        {
-            println!("  note: endpoint `{}` needs {var}, which is not set", ep.name);
-        }
-    }
-    0
-}
-
-fn endpoints(config: &Config, secrets: &Secrets) -> i32 {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(
-        out,
-        "{:<2}{:<16} {:<18} {:<36} {:<24} KEY",
-        "", "NAME", "PROTOCOL", "BASE URL", "MODEL"
-    );
-    for ep in config.endpoints.values() {
-        let mark = if ep.name == config.defaults.endpoint { "*" } else { "" };
-        let key = match &ep.api_key_env {
-            Some(v) if secrets.get(v).is_some() => format!("{v} (set)"),
-            Some(v) => format!("{v} (NOT SET)"),
-            None => "-".into(),
-        };
-        let model = config.default_model_for(ep);
-        let _ = writeln!(
-            out,
-            "{mark:<2}{:<16} {:<18} {:<36} {:<24} {key}",
-            ep.name, ep.protocol, ep.base_url, model
-        );
-    }
-    0
-}
-
 /// Start the MCP servers (if any) and give their tools, reporting progress on stderr.
 async fn start_mcp(hub: &McpHub, verbose: bool) -> ServerTools {
     if hub.is_empty() {
@@ -158,94 +119,6 @@ async fn start_mcp(hub: &McpHub, verbose: bool) -> ServerTools {
 
 fn data_dir() -> Option<std::path::PathBuf> {
     directories::ProjectDirs::from("", "", "polyglot").map(|d| d.data_dir().to_path_buf())
-}
-
-/// `pai tools` and `pai mcp`.
-fn tools_cmd(config: &Config, secrets: &Secrets, cwd: &std::path::Path, mcp_only: bool) -> i32 {
-    let env = match ToolEnv::from_config(config, secrets, cwd) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("pai: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let rt = match runtime() {
-        Ok(r) => r,
-        Err(c) => return c,
-    };
-    let hub = McpHub::new(&config.mcp, secrets, data_dir());
-    let code = rt.block_on(async {
-        let mcp = start_mcp(&hub, std::io::stderr().is_terminal()).await;
-        let mut out = std::io::stdout().lock();
-        if mcp_only {
-            if hub.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "no MCP servers are configured — add [mcp.NAME] with command (stdio) or url (streamable HTTP) to {}",
-                    config.source
-                );
-                return 0;
-            }
-            for (name, status) in hub.statuses() {
-                let _ = writeln!(out, "{name}  {}", status.label());
-                if let Some((_, tools)) = mcp.iter().find(|(n, _)| *n == name) {
-                    for (t, policy) in tools {
-                        let desc: String = t.spec().description.lines().next().unwrap_or("").chars().take(70).collect();
-                        let _ = writeln!(out, "  {:<32} {:<4}  {desc}", t.spec().name, policy.as_str());
-                    }
-                }
-            }
-            let failed = hub.statuses().iter().any(|(_, s)| matches!(s, McpStatus::Failed(_)));
-            return i32::from(failed);
-        }
-        let list = env.registry(&mcp).list();
-        let w = list.iter().map(|t| t.name.chars().count()).max().unwrap_or(8);
-        let _ = writeln!(out, "{:<w$}  {:<6}  {:<14}  DESCRIPTION", "TOOL", "POLICY", "SOURCE");
-        for t in list {
-            let desc: String = t.description.lines().next().unwrap_or("").chars().take(70).collect();
-            let _ = writeln!(out, "{:<w$}  {:<6}  {:<14}  {desc}", t.name, t.policy.as_str(), t.source.label());
-        }
-        let _ = writeln!(out, "\nworkspace: {}", env.workspace.root().display());
-        0
-    });
-    rt.block_on(async {
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(3), hub.stop_all()).await;
-    });
-    code
-}
-
-fn models(config: &Config, secrets: &Secrets, name: Option<&str>) -> i32 {
-    let name = name.unwrap_or(&config.defaults.endpoint);
-    let ep = match config.require_endpoint(name) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("pai: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let adapter = match build_adapter(ep, secrets) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("pai: endpoint `{name}`: {e}");
-            return 1;
-        }
-    };
-    let rt = match runtime() {
-        Ok(r) => r,
-        Err(c) => return c,
-    };
-    match rt.block_on(adapter.list_models(CancellationToken::new())) {
-        Ok(ids) => {
-            for id in ids {
-                println!("{id}");
-            }
-            0
-        }
-        Err(e) => {
-            eprintln!("pai: endpoint `{name}`: {e}");
-            1
-        }
-    }
 }
 
 /// Endpoint, model, system prompt and parameters from flags over config.
