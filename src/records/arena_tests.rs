@@ -321,3 +321,63 @@ fn a_ruling_in_the_second_order_keeps_seat_colours() {
         "{html}"
     );
 }
+
+#[test]
+fn the_markdown_export_tells_an_arena_and_a_compare_like_the_html() {
+    let first = ruling(&["Ada", "Bob"], "Bob", "Bob's point | was concrete.");
+    let second = ruling(&["Bob", "Ada"], "Bob", "B answered every claim.");
+    let mut last = judge_turn(4, 2, second.clone());
+    last.verdict = Some(Box::new(combine(
+        "judge-ep · judge-model".into(),
+        vec![first.clone(), second],
+    )));
+    let mut left = turn(5, "Name a prime.", "7");
+    left.mode = TurnMode::Compare;
+    left.lane = Some(0);
+    left.pick = Some(crate::conversation::PickMark::Chosen);
+    let mut right = turn(6, "Name a prime.", "9");
+    right.mode = TurnMode::Compare;
+    right.lane = Some(1);
+    right.pick = Some(crate::conversation::PickMark::Rejected);
+    let turns = [
+        arena_turn(1, 0, "Ada", "Tabs or spaces?", "Tabs, for accessibility."),
+        arena_turn(2, 1, "Bob", "Tabs, for accessibility.", "Spaces render the same."),
+        judge_turn(3, 1, first),
+        last,
+        left,
+        right,
+    ];
+    let md = crate::records::export::to_markdown(&turns, "debate");
+    // The opening once; an answer is not repeated as the next speaker's input.
+    assert_eq!(md.matches("Tabs or spaces?").count(), 1, "{md}");
+    assert_eq!(md.matches("Tabs, for accessibility.").count(), 1, "{md}");
+    assert!(
+        md.contains("## Ada (model-0 · ep-0)\n\nTabs, for accessibility."),
+        "{md}"
+    );
+    assert!(
+        md.contains("## Bob (model-1 · ep-1)\n\nSpaces render the same."),
+        "{md}"
+    );
+    // Judge turns: what it was asked is not repeated; the ruling is.
+    assert!(!md.contains("Which participant did best?"), "{md}");
+    assert!(
+        md.contains("**Ruling** (participants as A = Ada, B = Bob): Bob — Bob's point | was concrete."),
+        "{md}"
+    );
+    assert!(
+        md.contains("## Verdict — Winner: Bob\n\nboth orders agree (judge: judge-ep · judge-model)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| participant | clarity | logic | mean |\n|---|---|---|---|\n| Ada |"),
+        "{md}"
+    );
+    // Compare: the prompt once, each answer with its lane and the pick.
+    assert_eq!(md.matches("Name a prime.").count(), 1, "{md}");
+    assert!(md.contains("## smollm2 (local) — answer 1\n\n7\n\n_✓ chosen_"), "{md}");
+    assert!(
+        md.contains("## smollm2 (local) — answer 2\n\n9\n\n_✗ not chosen_"),
+        "{md}"
+    );
+}

@@ -1,9 +1,10 @@
 //! Exports of a conversation: Markdown, HTML (the modern template) and JSON.
 //! Shared by `/export` in the TUI and the session commands.
 
-use crate::conversation::{Role, Turn, TurnStatus};
+use crate::conversation::{Role, Turn, TurnMode, TurnStatus};
 
-use super::html::{HtmlBook, Templates};
+use super::arena_view::{RulingView, ScoreRow, VerdictView, ruling_view, verdict_view};
+use super::html::{HtmlBook, Shown, Templates, inputs};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportFormat {
@@ -54,29 +55,41 @@ pub fn render_export(format: ExportFormat, turns: &[Turn], title: &str) -> Resul
     }
 }
 
-/// A readable Markdown transcript.
+/// A readable Markdown transcript: each prompt once (an arena answer is not
+/// repeated as the next speaker's input, nor a compare prompt per answer),
+/// judge turns with their ruling, the verdict as a table, compare picks.
 pub fn to_markdown(turns: &[Turn], title: &str) -> String {
     let mut s = format!("# pai — {title}\n\n");
     if let Some(first) = turns.first() {
         s.push_str(&format!("_{} turn(s), started {}_\n\n", turns.len(), first.started_at));
     }
+    let mut prev: Option<Shown> = None;
     for t in turns {
-        let msgs = &t.request.messages;
-        let start = msgs
-            .iter()
-            .rposition(|m| m.role == Role::Assistant)
-            .map_or(0, |i| i + 1);
-        for m in msgs[start..].iter().filter(|m| m.role != Role::System) {
-            let who = match (m.role, &m.name) {
-                (_, Some(n)) => n.clone(),
-                (Role::User, None) => "You".into(),
-                (Role::Tool, None) => format!("Tool result ({})", m.tool_call_id.as_deref().unwrap_or("?")),
-                (Role::System | Role::Assistant, None) => m.role.as_str().into(),
-            };
-            s.push_str(&format!("## {who}\n\n{}\n\n", m.content.trim_end()));
+        let shown = Shown::of(t);
+        let inputs_shown = prev.as_ref().is_some_and(|p| p.shows_inputs_of(&shown));
+        prev = Some(shown);
+        if t.mode == TurnMode::Judge {
+            s.push_str("_The judge read the transcript above._\n\n");
+        } else if !inputs_shown {
+            for m in inputs(t) {
+                let who = match (m.role, &m.name) {
+                    (_, Some(n)) => n.clone(),
+                    (Role::User, None) => "You".into(),
+                    (Role::Tool, None) => format!("Tool result ({})", m.tool_call_id.as_deref().unwrap_or("?")),
+                    (Role::System | Role::Assistant, None) => m.role.as_str().into(),
+                };
+                s.push_str(&format!("## {who}\n\n{}\n\n", m.content.trim_end()));
+            }
         }
-        let who = t.participant_name.clone().unwrap_or_else(|| t.model.clone());
-        s.push_str(&format!("## {who} ({})\n\n", t.endpoint));
+        let who = match &t.participant_name {
+            Some(name) => format!("{name} ({} · {})", t.model, t.endpoint),
+            None => format!("{} ({})", t.model, t.endpoint),
+        };
+        let lane = match (t.mode, t.lane) {
+            (TurnMode::Compare, Some(l)) => format!(" — answer {}", u16::from(l) + 1),
+            _ => String::new(),
+        };
+        s.push_str(&format!("## {who}{lane}\n\n"));
         if !t.response.reasoning.is_empty() {
             s.push_str("<details><summary>Reasoning</summary>\n\n");
             s.push_str(t.response.reasoning.trim());
@@ -95,7 +108,65 @@ pub fn to_markdown(turns: &[Turn], title: &str) -> String {
                 t.response.error.as_deref().unwrap_or("error")
             )),
         }
+        if let Some(p) = t.pick {
+            s.push_str(&format!("_{}_\n\n", p.label()));
+        }
+        if let Some(r) = &t.ruling {
+            ruling_markdown(&mut s, &ruling_view(r, &r.order));
+        }
+        if let Some(v) = &t.verdict {
+            verdict_markdown(&mut s, &verdict_view(v));
+        }
         s.push_str("---\n\n");
     }
     s
+}
+
+fn ruling_markdown(s: &mut String, r: &RulingView) {
+    match &r.error {
+        Some(e) => s.push_str(&format!(
+            "**No ruling** (participants as {}): {}\n\n",
+            r.order,
+            e.trim()
+        )),
+        None => {
+            s.push_str(&format!("**Ruling** (participants as {}): {}", r.order, r.outcome));
+            if !r.reasons.trim().is_empty() {
+                s.push_str(&format!(" — {}", r.reasons.trim()));
+            }
+            s.push_str("\n\n");
+            score_table(s, &r.criteria, &r.rows);
+        }
+    }
+}
+
+fn verdict_markdown(s: &mut String, v: &VerdictView) {
+    s.push_str(&format!(
+        "## Verdict — {}\n\n{} (judge: {})\n\n",
+        v.headline, v.detail, v.judge
+    ));
+    score_table(s, &v.criteria, &v.rows);
+}
+
+/// Scores as a Markdown table (nothing when there are none).
+fn score_table(s: &mut String, criteria: &[String], rows: &[ScoreRow]) {
+    if rows.is_empty() {
+        return;
+    }
+    let cell = |x: &str| x.replace('|', "\\|").replace('\n', " ");
+    s.push_str("| participant |");
+    for c in criteria {
+        s.push_str(&format!(" {} |", cell(c)));
+    }
+    s.push_str(" mean |\n|---|");
+    s.push_str(&"---|".repeat(criteria.len() + 1));
+    s.push('\n');
+    for r in rows {
+        s.push_str(&format!("| {} |", cell(&r.name)));
+        for v in &r.cells {
+            s.push_str(&format!(" {} |", cell(v)));
+        }
+        s.push_str(&format!(" {} |\n", r.mean));
+    }
+    s.push('\n');
 }

@@ -100,7 +100,7 @@ pub struct TurnPlace {
     pub seats: Vec<String>,
 }
 
-fn inputs(turn: &Turn) -> Vec<&Message> {
+pub(super) fn inputs(turn: &Turn) -> Vec<&Message> {
     let msgs = &turn.request.messages;
     let start = msgs
         .iter()
@@ -185,14 +185,14 @@ impl Templates {
 
 /// What the book remembers of each turn to place the next one.
 #[derive(Debug, Clone, PartialEq)]
-struct Shown {
+pub(super) struct Shown {
     mode: TurnMode,
     /// The request's messages, hashed (compare answers share one prompt).
     request: u64,
 }
 
 impl Shown {
-    fn of(turn: &Turn) -> Self {
+    pub(super) fn of(turn: &Turn) -> Self {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         for m in &turn.request.messages {
@@ -207,7 +207,7 @@ impl Shown {
 
     /// Whether `self`, shown just before `next`, already shows `next`'s inputs:
     /// an arena answer is the next speaker's input; compare answers share a prompt.
-    fn shows_inputs_of(&self, next: &Shown) -> bool {
+    pub(super) fn shows_inputs_of(&self, next: &Shown) -> bool {
         match next.mode {
             TurnMode::Arena => self.mode == TurnMode::Arena,
             TurnMode::Compare => self.mode == TurnMode::Compare && self.request == next.request,

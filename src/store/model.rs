@@ -309,3 +309,28 @@ pub struct StoredVote {
     #[serde(flatten)]
     pub vote: Vote,
 }
+
+/// What a turn row keeps in its `extra` column (JSON): a judge turn's ruling,
+/// the verdict, a compare answer's pick. `NULL` when there is none of them.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct TurnExtra {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ruling: Option<Box<crate::verdict::Ruling>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Box<crate::verdict::Verdict>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pick: Option<crate::conversation::PickMark>,
+}
+
+/// The `extra` column of `turn`.
+pub(crate) fn turn_extra(turn: &Turn) -> Option<String> {
+    if turn.ruling.is_none() && turn.verdict.is_none() && turn.pick.is_none() {
+        return None;
+    }
+    let extra = TurnExtra {
+        ruling: turn.ruling.clone(),
+        verdict: turn.verdict.clone(),
+        pick: turn.pick,
+    };
+    serde_json::to_string(&extra).ok()
+}

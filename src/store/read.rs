@@ -11,8 +11,8 @@ use crate::stats::RequestStats;
 use crate::util::suggest::edit_distance;
 
 use super::model::{
-    Restored, SessionDetail, SessionSummary, StoredToolCall, StoredTurn, StoredVote, ToolCallStatus, TurnState, Vote,
-    VoteChoice, VoteSide,
+    Restored, SessionDetail, SessionSummary, StoredToolCall, StoredTurn, StoredVote, ToolCallStatus, TurnExtra,
+    TurnState, Vote, VoteChoice, VoteSide,
 };
 
 /// Reads fail with SQLite errors or with data this build cannot interpret.
@@ -160,7 +160,7 @@ fn message_from(r: &Row, first: usize) -> Result<Message> {
 
 const TURN_COLUMNS: &str = "turn_id, started_at, endpoint, model, participant, mode, status, answer, reasoning,
     finish_reason, error, temperature, max_tokens, context_id, ttft_ms, duration_ms, input_tokens, output_tokens,
-    usage_reported, tokens_per_sec, retries, id";
+    usage_reported, tokens_per_sec, retries, id, lane, extra";
 
 /// A turn row without its request messages; returns (turn, state, context_id, row id).
 fn turn_from(r: &Row) -> Result<(Turn, TurnState, Option<i64>, i64)> {
@@ -168,6 +168,10 @@ fn turn_from(r: &Row) -> Result<(Turn, TurnState, Option<i64>, i64)> {
     let status: String = r.get(6)?;
     let state = TurnState::parse(&status).ok_or_else(|| bad("turn status", &status))?;
     let finish_reason: Option<String> = r.get(9)?;
+    let extra: TurnExtra = match r.get::<_, Option<String>>(23)? {
+        Some(json) => serde_json::from_str(&json).map_err(|_| bad("turn extra", &json))?,
+        None => TurnExtra::default(),
+    };
     let turn = Turn {
         turn_id: r.get(0)?,
         started_at: r.get(1)?,
@@ -203,10 +207,10 @@ fn turn_from(r: &Row) -> Result<(Turn, TurnState, Option<i64>, i64)> {
         },
         // Kept in the session folder's records, not in the history.
         tool_runs: Vec::new(),
-        ruling: None,
-        verdict: None,
-        pick: None,
-        lane: None,
+        ruling: extra.ruling,
+        verdict: extra.verdict,
+        pick: extra.pick,
+        lane: r.get(22)?,
     };
     Ok((turn, state, r.get(13)?, r.get(21)?))
 }
@@ -341,8 +345,8 @@ pub fn restore(c: &Connection, id: &str) -> Result<Option<Restored>> {
             Some(r) => {
                 let (mut turn, ..) = turn_from(r)?;
                 // The prompt rides in the (otherwise empty) request.
-                turn.request.messages = vec![Message::user(r.get::<_, String>(22)?)];
-                let answer: Option<i64> = r.get(23)?;
+                turn.request.messages = vec![Message::user(r.get::<_, String>(24)?)];
+                let answer: Option<i64> = r.get(25)?;
                 Ok(answer.map(|a| (turn, a)))
             }
             None => Ok(None),

@@ -5,7 +5,7 @@
 //! Rules: a migration, once released, never changes; new needs get a new
 //! migration appended to [`MIGRATIONS`].
 //!
-//! Layout (version 3):
+//! Layout (version 4):
 //! - `sessions`: one row per session; `id` is the session folder's name.
 //! - `messages`: the conversation as sent, stored once as a tree (`parent_id`):
 //!   each request is the path from a root to the turn's `context_id`, and each
@@ -13,7 +13,9 @@
 //!   messages that are new, so a write costs the same at turn 5 and turn 5,000.
 //! - `turns`: one row per turn (`UNIQUE(session_id, turn_id)`): status
 //!   (`streaming` while a checkpoint, then final), the user's prompt text, the
-//!   answer, reasoning, errors, parameters and stats.
+//!   answer, reasoning, errors, parameters and stats; for arena and compare
+//!   turns the `lane`, and in `extra` (JSON) a judge's `ruling`, the
+//!   `verdict` and a compare `pick` (version 4).
 //! - `turns_fts`: FTS5 over `turns(prompt, answer)`, external content, kept in
 //!   sync by triggers; `unicode61 remove_diacritics 2` makes "cafe" find "Café".
 //! - `tool_calls`: the calls a turn's answer requested, their results and status.
@@ -48,10 +50,15 @@ pub const MIGRATIONS: &[Migration] = &[
         what: "tool calls, votes and housekeeping notes",
         sql: V3,
     },
+    Migration {
+        version: 4,
+        what: "arena and compare lanes, rulings, verdicts and picks on turns",
+        sql: V4,
+    },
 ];
 
 /// The schema version this build writes.
-pub const CURRENT_VERSION: u32 = 3;
+pub const CURRENT_VERSION: u32 = 4;
 
 const V1: &str = "
 CREATE TABLE sessions (
@@ -191,6 +198,11 @@ CREATE TABLE meta (
 ) STRICT;
 ";
 
+const V4: &str = "
+ALTER TABLE turns ADD COLUMN lane INTEGER;
+ALTER TABLE turns ADD COLUMN extra TEXT;
+";
+
 /// The database's schema version.
 pub fn version(conn: &Connection) -> rusqlite::Result<u32> {
     conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
@@ -235,7 +247,7 @@ mod tests {
     #[test]
     fn a_new_database_migrates_once() {
         let mut c = Connection::open_in_memory().unwrap();
-        assert_eq!(migrate(&mut c).unwrap(), vec![1, 2, 3]);
+        assert_eq!(migrate(&mut c).unwrap(), vec![1, 2, 3, 4]);
         assert_eq!(version(&c).unwrap(), CURRENT_VERSION);
         assert!(migrate(&mut c).unwrap().is_empty());
     }

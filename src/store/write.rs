@@ -15,7 +15,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::conversation::{Message, Role, Turn};
 
-use super::model::{Phase, SessionMeta, ToolCallStatus, TurnState, Vote};
+use super::model::{Phase, SessionMeta, ToolCallStatus, TurnState, Vote, turn_extra};
 
 /// One write, as the writer thread queues them.
 #[derive(Debug, Clone, PartialEq)]
@@ -400,6 +400,8 @@ pub fn upsert_turn(
         s.usage_reported,
         s.tokens_per_sec,
         s.retries,
+        turn.lane,
+        turn_extra(turn),
     ];
     let turn_row = match existing.as_ref() {
         Some(ex) => {
@@ -408,7 +410,7 @@ pub fn upsert_turn(
                     status = ?8, prompt = ?9, answer = ?10, reasoning = ?11, finish_reason = ?12, error = ?13,
                     temperature = ?14, max_tokens = ?15, context_id = ?16, answer_id = ?17, ttft_ms = ?18,
                     duration_ms = ?19, input_tokens = ?20, output_tokens = ?21, usage_reported = ?22,
-                    tokens_per_sec = ?23, retries = ?24
+                    tokens_per_sec = ?23, retries = ?24, lane = ?25, extra = ?26
                  WHERE session_id = ?1 AND turn_id = ?2",
             )?
             .execute(values)?;
@@ -418,9 +420,10 @@ pub fn upsert_turn(
             c.prepare_cached(
                 "INSERT INTO turns (session_id, turn_id, started_at, endpoint, model, participant, mode, status,
                     prompt, answer, reasoning, finish_reason, error, temperature, max_tokens, context_id, answer_id,
-                    ttft_ms, duration_ms, input_tokens, output_tokens, usage_reported, tokens_per_sec, retries)
+                    ttft_ms, duration_ms, input_tokens, output_tokens, usage_reported, tokens_per_sec, retries,
+                    lane, extra)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                    ?20, ?21, ?22, ?23, ?24)",
+                    ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
             )?
             .execute(values)?;
             let id = c.last_insert_rowid();

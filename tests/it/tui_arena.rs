@@ -97,6 +97,15 @@ fn pai_arena_in_the_tui_pauses_resumes_and_ends_with_the_verdict() {
     assert_eq!(v["models"][0]["model"], "llama3.2", "{v}");
     assert_eq!(v["models"][0]["wins"], 1, "{v}");
     assert_eq!(v["models"][1]["model"], "smollm2", "{v}");
+
+    // The history tells the same story: the Markdown export has the verdict.
+    let id = d.file_name().unwrap().to_str().unwrap();
+    let o = s.run(&["sessions", "export", id, "--format", "md"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let md = stdout(&o);
+    assert!(md.contains("## Mock (llama3.2 · mock)\n\nHello!"), "{md}");
+    assert!(md.contains("## Verdict — Winner: Mock\n\nboth orders agree"), "{md}");
+    assert_eq!(md.matches("**Ruling**").count(), 2, "{md}");
 }
 
 #[test]

@@ -271,6 +271,55 @@ fn a_new_system_prompt_and_arena_lanes_branch_the_tree_correctly() {
 }
 
 #[test]
+fn lanes_rulings_verdicts_and_picks_survive_the_history() {
+    use crate::conversation::PickMark;
+    use crate::verdict::{Ruling, combine};
+    let mut s = Store::in_memory().unwrap();
+    let ruling = |order: [&str; 2]| Ruling {
+        order: order.iter().map(|n| n.to_string()).collect(),
+        winner: Some("Bob".into()),
+        tie: false,
+        scores: [("Ada", 4.0), ("Bob", 8.0)]
+            .iter()
+            .map(|(n, v)| (n.to_string(), [("logic".to_string(), *v)].into_iter().collect()))
+            .collect(),
+        reasons: "Bob argued better.".into(),
+        error: None,
+    };
+    let mut arena = turn(1, vec![Message::user("Tabs or spaces?")], "Tabs.");
+    arena.mode = TurnMode::Arena;
+    arena.lane = Some(1);
+    arena.participant_name = Some("Ada".into());
+    let mut judge = turn(2, vec![Message::user("the transcript")], "{\"winner\":\"B\"}");
+    judge.mode = TurnMode::Judge;
+    judge.ruling = Some(Box::new(ruling(["Ada", "Bob"])));
+    judge.verdict = Some(Box::new(combine(
+        "judge · local".into(),
+        vec![ruling(["Ada", "Bob"]), ruling(["Bob", "Ada"])],
+    )));
+    let mut picked = turn(3, vec![Message::user("Name a prime.")], "7");
+    picked.mode = TurnMode::Compare;
+    picked.lane = Some(0);
+    picked.pick = Some(PickMark::Chosen);
+    for t in [&arena, &judge, &picked] {
+        s.upsert_turn("s", t).unwrap();
+    }
+    let d = s.session("s").unwrap().unwrap();
+    let back: Vec<&Turn> = d.turns.iter().map(|t| &t.turn).collect();
+    assert_eq!((back[0].lane, back[0].ruling.is_none()), (Some(1), true));
+    assert_eq!(back[1].ruling, judge.ruling);
+    assert_eq!(back[1].verdict, judge.verdict);
+    assert_eq!(back[1].lane, None);
+    assert_eq!((back[2].lane, back[2].pick), (Some(0), Some(PickMark::Chosen)));
+    // A plain turn keeps `extra` NULL.
+    let nulls: i64 = s
+        .conn
+        .query_row("SELECT count(*) FROM turns WHERE extra IS NULL", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(nulls, 1);
+}
+
+#[test]
 fn tool_calls_get_their_results_and_statuses() {
     let mut s = Store::in_memory().unwrap();
     let convo = vec![Message::user("weather in Paris?")];
