@@ -163,7 +163,7 @@ pub struct ArenaArgs {
     /// Turns to run, overriding the arena's max_turns (each participant speaking once is one turn).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub turns: Option<u32>,
-    /// Run to the end and print, also on a terminal (the default when stdout is not a terminal).
+    /// Run to the end and print, also on a terminal (the default with --json, or when stdin or stdout is not a terminal).
     #[arg(long)]
     pub headless: bool,
     /// Print one JSON object at the end (turns, verdict, session folder) instead of streaming text.
@@ -192,7 +192,7 @@ pub struct CompareArgs {
     /// Maximum tokens in each answer.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: Option<u32>,
-    /// Print the answers when all are done, also on a terminal (the default when stdout is not a terminal).
+    /// Print the answers when all are done, also on a terminal (the default with --json, or when stdin or stdout is not a terminal).
     #[arg(long)]
     pub headless: bool,
     /// Print one JSON object with every answer instead of text.

@@ -167,8 +167,8 @@ fn history_location(config: &Config, no_log: bool) -> Option<std::path::PathBuf>
     }
 }
 
-/// `pai arena NAME`: headless with `--headless` or when stdout is not a
-/// terminal, else the terminal UI's arena mode.
+/// `pai arena NAME`: headless with `--headless` or `--json`, or when stdin or
+/// stdout is not a terminal; else the terminal UI's arena mode.
 fn arena(config: &Config, secrets: &Secrets, common: &CommonArgs, args: &ArenaArgs) -> i32 {
     let plan = match arena_cmd::plan(config, args) {
         Ok(p) => p,
@@ -177,7 +177,7 @@ fn arena(config: &Config, secrets: &Secrets, common: &CommonArgs, args: &ArenaAr
             return EXIT_USAGE;
         }
     };
-    if args.headless || !std::io::stdout().is_terminal() {
+    if args.headless || args.json || !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         let templates = match load_templates(config) {
             Ok(t) => t,
             Err(c) => return c,
@@ -203,8 +203,8 @@ pub fn tui_arena(config: &Config, secrets: &Secrets, common: &CommonArgs, plan: 
     tui_mode(config, secrets, &common, start, history_location(config, false))
 }
 
-/// `pai compare -e A -e B PROMPT`: headless with `--headless` or when stdout
-/// is not a terminal, else the terminal UI's compare view.
+/// `pai compare -e A -e B PROMPT`: headless with `--headless` or `--json`, or
+/// when stdin or stdout is not a terminal; else the terminal UI's compare view.
 fn compare(config: &Config, secrets: &Secrets, common: &CommonArgs, args: &CompareArgs) -> i32 {
     let plan = match compare_cmd::plan(config, args) {
         Ok(p) => p,
@@ -213,7 +213,7 @@ fn compare(config: &Config, secrets: &Secrets, common: &CommonArgs, args: &Compa
             return EXIT_USAGE;
         }
     };
-    if args.headless || !std::io::stdout().is_terminal() {
+    if args.headless || args.json || !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         let templates = match load_templates(config) {
             Ok(t) => t,
             Err(c) => return c,
@@ -228,7 +228,8 @@ fn compare(config: &Config, secrets: &Secrets, common: &CommonArgs, args: &Compa
 /// mode on the endpoints given, sending the prompt at once when there is one.
 pub fn tui_compare(config: &Config, secrets: &Secrets, common: &CommonArgs, plan: ComparePlan) -> i32 {
     let common = CommonArgs {
-        system: plan.system.clone().or_else(|| common.system.clone()),
+        // The plan already fell back to [defaults] system; none (`-s ""`) stays none.
+        system: Some(plan.system.clone().unwrap_or_default()),
         temperature: plan.params.temperature.or(common.temperature),
         max_tokens: plan.params.max_tokens.or(common.max_tokens),
         ..common.clone()

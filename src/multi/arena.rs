@@ -111,12 +111,7 @@ pub fn setup(
                 adapter: adapters.get(ep)?,
                 prompt: j.prompt.clone(),
                 criteria: j.criteria.clone(),
-                params: Params {
-                    temperature: config.defaults.temperature,
-                    max_tokens: config.defaults.max_tokens,
-                    tool_choice: None,
-                    response_schema: None,
-                },
+                params: JudgeSetup::params(),
             })
         }
         None => None,

@@ -439,9 +439,9 @@ fn the_setup_shares_one_adapter_per_endpoint_and_takes_caps_and_temperatures() {
     assert_eq!(s.seats[0].params.max_tokens, Some(32), "--max-tokens");
     let j = s.judge.unwrap();
     assert_eq!(
-        j.params.max_tokens,
-        Some(100),
-        "the judge is not cut to the participants' cap"
+        (j.params.max_tokens, j.params.temperature),
+        (Some(1024), Some(0.0)),
+        "the judge is not cut to the participants' cap, and samples deterministically (as in the TUI)"
     );
     plan.max_tokens = None;
     let s = setup(&cfg, &mut adapters, &plan, "Go".into()).unwrap();

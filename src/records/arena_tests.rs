@@ -381,3 +381,44 @@ fn the_markdown_export_tells_an_arena_and_a_compare_like_the_html() {
         "{md}"
     );
 }
+
+#[test]
+fn a_second_exchange_shows_its_opening_and_a_prompt_asked_again_shows_again() {
+    let root = tempfile::tempdir().unwrap();
+    let mut r = SessionRecorder::new(root.path(), Arc::new(Templates::builtin()));
+    // One exchange without a judge, then a new one straight after it.
+    r.record(&arena_turn(1, 0, "Ada", "Tabs or spaces?", "Tabs.")).unwrap();
+    r.record(&arena_turn(2, 1, "Bob", "Tabs or spaces?\n\nTabs.", "Spaces."))
+        .unwrap();
+    r.record(&arena_turn(3, 0, "Ada", "Vim or Emacs?", "Vim.")).unwrap();
+    // A failed answer is passed on as "(no answer)".
+    let mut silent = arena_turn(4, 1, "Bob", "Vim or Emacs?\n\nVim.", "");
+    silent.status = crate::conversation::TurnStatus::Failed;
+    r.record(&silent).unwrap();
+    r.record(&arena_turn(5, 0, "Ada", "(no answer)", "Still Vim.")).unwrap();
+    // The same compare prompt twice (the first round skipped): shown twice.
+    for (id, lane) in [(6, 0u8), (7, 1), (8, 0), (9, 1)] {
+        let mut t = turn(id, "Name a prime.", &format!("answer {id}"));
+        t.mode = TurnMode::Compare;
+        t.lane = Some(lane);
+        r.record(&t).unwrap();
+    }
+    let turns: Vec<Turn> = (1..=9)
+        .map(|i| {
+            let p = r.dir().join(format!("{i:04}-turn.json"));
+            serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+        })
+        .collect();
+    let md = crate::records::export::to_markdown(&turns, "two exchanges");
+    // The HTML also has the first prompt as its <title> and <h1>.
+    for (text, titles) in [(read(&r, "conversation.html"), 2), (md, 0)] {
+        assert_eq!(text.matches("Tabs or spaces?").count(), 1 + titles, "{text}");
+        assert_eq!(
+            text.matches("Vim or Emacs?").count(),
+            1,
+            "the new opening is shown: {text}"
+        );
+        assert_eq!(text.matches("(no answer)").count(), 0, "{text}");
+        assert_eq!(text.matches("Name a prime.").count(), 2, "asked twice: {text}");
+    }
+}

@@ -213,6 +213,17 @@ pub fn verdict_view(v: &Verdict) -> VerdictView {
     }
 }
 
+/// Remember an arena turn's speaker in `seats` (by seat), for later rulings.
+pub fn note_seat(seats: &mut Vec<String>, turn: &Turn) {
+    if let (TurnMode::Arena, Some(lane), Some(name)) = (turn.mode, turn.lane, &turn.participant_name) {
+        let seat = usize::from(lane);
+        if seats.len() <= seat {
+            seats.resize(seat + 1, String::new());
+        }
+        seats[seat] = name.clone();
+    }
+}
+
 /// A judge turn's ruling. `seats` names the arena's participants by seat as
 /// far as the session showed them; anyone else follows in the ruling's order.
 pub fn turn_ruling(turn: &Turn, seats: &[String]) -> Option<RulingView> {

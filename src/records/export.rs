@@ -3,7 +3,7 @@
 
 use crate::conversation::{Role, Turn, TurnMode, TurnStatus};
 
-use super::arena_view::{RulingView, ScoreRow, VerdictView, ruling_view, verdict_view};
+use super::arena_view::{RulingView, ScoreRow, VerdictView, note_seat, turn_ruling, verdict_view};
 use super::html::{HtmlBook, Shown, Templates, inputs};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +64,9 @@ pub fn to_markdown(turns: &[Turn], title: &str) -> String {
         s.push_str(&format!("_{} turn(s), started {}_\n\n", turns.len(), first.started_at));
     }
     let mut prev: Option<Shown> = None;
+    let mut seats: Vec<String> = Vec::new();
     for t in turns {
+        note_seat(&mut seats, t);
         let shown = Shown::of(t);
         let inputs_shown = prev.as_ref().is_some_and(|p| p.shows_inputs_of(&shown));
         prev = Some(shown);
@@ -111,8 +113,8 @@ pub fn to_markdown(turns: &[Turn], title: &str) -> String {
         if let Some(p) = t.pick {
             s.push_str(&format!("_{}_\n\n", p.label()));
         }
-        if let Some(r) = &t.ruling {
-            ruling_markdown(&mut s, &ruling_view(r, &r.order));
+        if let Some(r) = turn_ruling(t, &seats) {
+            ruling_markdown(&mut s, &r);
         }
         if let Some(v) = &t.verdict {
             verdict_markdown(&mut s, &verdict_view(v));

@@ -10,7 +10,7 @@ use minijinja::value::Serde;
 use minijinja::{AutoEscape, Environment, context};
 use serde::Serialize;
 
-use super::arena_view::{RulingView, VerdictView, seat_class, turn_ruling, verdict_view};
+use super::arena_view::{RulingView, VerdictView, note_seat, seat_class, turn_ruling, verdict_view};
 use crate::conversation::{Message, PickMark, Role, Turn, TurnMode};
 
 /// One HTML output: `conversation.html` or `gptwink_format.html`.
@@ -187,8 +187,13 @@ impl Templates {
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Shown {
     mode: TurnMode,
+    lane: Option<u8>,
     /// The request's messages, hashed (compare answers share one prompt).
     request: u64,
+    /// The answer, trimmed (an arena answer is the next speaker's input).
+    answer: String,
+    /// The request's last message, trimmed.
+    last_input: String,
 }
 
 impl Shown {
@@ -201,16 +206,38 @@ impl Shown {
         }
         Shown {
             mode: turn.mode,
+            lane: turn.lane,
             request: h.finish(),
+            answer: turn.response.text.trim().to_string(),
+            last_input: turn
+                .request
+                .messages
+                .last()
+                .map(|m| m.content.trim().to_string())
+                .unwrap_or_default(),
         }
     }
 
     /// Whether `self`, shown just before `next`, already shows `next`'s inputs:
-    /// an arena answer is the next speaker's input; compare answers share a prompt.
+    /// an arena answer that is the next speaker's input (not a new exchange's
+    /// opening); compare answers to one prompt, lane after lane (not the same
+    /// prompt asked again).
     pub(super) fn shows_inputs_of(&self, next: &Shown) -> bool {
         match next.mode {
-            TurnMode::Arena => self.mode == TurnMode::Arena,
-            TurnMode::Compare => self.mode == TurnMode::Compare && self.request == next.request,
+            TurnMode::Arena => {
+                // As the arena passes it on (see `orchestration::arena::perspective`).
+                let said = if self.answer.is_empty() {
+                    "(no answer)"
+                } else {
+                    &self.answer
+                };
+                self.mode == TurnMode::Arena && next.last_input.ends_with(said)
+            }
+            TurnMode::Compare => {
+                self.mode == TurnMode::Compare
+                    && self.request == next.request
+                    && matches!((self.lane, next.lane), (Some(a), Some(b)) if b > a)
+            }
             TurnMode::Chat | TurnMode::Agent | TurnMode::Judge => false,
         }
     }
@@ -234,13 +261,7 @@ impl HtmlBook {
 
     /// Add (or replace, for a turn rewritten with the same id) a turn's fragments.
     pub fn upsert(&mut self, templates: &Templates, position: usize, turn: &Turn) -> Result<(), String> {
-        if let (TurnMode::Arena, Some(lane), Some(name)) = (turn.mode, turn.lane, &turn.participant_name) {
-            let seat = usize::from(lane);
-            if self.seats.len() <= seat {
-                self.seats.resize(seat + 1, String::new());
-            }
-            self.seats[seat] = name.clone();
-        }
+        note_seat(&mut self.seats, turn);
         let shown = Shown::of(turn);
         let place = TurnPlace {
             inputs_shown: position

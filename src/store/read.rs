@@ -169,7 +169,8 @@ fn turn_from(r: &Row) -> Result<(Turn, TurnState, Option<i64>, i64)> {
     let state = TurnState::parse(&status).ok_or_else(|| bad("turn status", &status))?;
     let finish_reason: Option<String> = r.get(9)?;
     let extra: TurnExtra = match r.get::<_, Option<String>>(23)? {
-        Some(json) => serde_json::from_str(&json).map_err(|_| bad("turn extra", &json))?,
+        // Only shown, never needed to continue: unreadable, the turn reads without it.
+        Some(json) => serde_json::from_str(&json).unwrap_or_default(),
         None => TurnExtra::default(),
     };
     let turn = Turn {
@@ -330,12 +331,8 @@ pub fn restore(c: &Connection, id: &str) -> Result<Option<Restored>> {
     let Some((title, folder, endpoint, model, mode, system)) = head else {
         return Ok(None);
     };
-    let last = |answered: bool| -> Result<Option<(Turn, i64)>> {
-        let filter = if answered {
-            "AND (t.answer <> '' OR EXISTS (SELECT 1 FROM tool_calls c WHERE c.turn = t.id))"
-        } else {
-            ""
-        };
+    // The latest turn matching `filter`, with its prompt and answer node.
+    let last = |filter: &str| -> Result<Option<(Turn, i64)>> {
         let mut st = c.prepare_cached(&format!(
             "SELECT {TURN_COLUMNS}, t.prompt, t.answer_id FROM turns t WHERE session_id = ?1 {filter}
              ORDER BY turn_id DESC LIMIT 1"
@@ -352,16 +349,29 @@ pub fn restore(c: &Connection, id: &str) -> Result<Option<Restored>> {
             None => Ok(None),
         }
     };
-    let answered = last(true)?;
-    let latest = last(false)?;
+    // The conversation goes on from the latest answer that continued it, as
+    // the TUI does: never a judge's, and of compare answers only the chosen
+    // one (the left one after a tie; none after "both bad" or no pick).
+    let answered = last(
+        "AND (t.answer <> '' OR EXISTS (SELECT 1 FROM tool_calls c WHERE c.turn = t.id))
+         AND t.mode <> 'judge'
+         AND (t.mode <> 'compare' OR json_extract(t.extra, '$.pick') = 'chosen'
+              OR (json_extract(t.extra, '$.pick') = 'tie' AND t.lane = 0))",
+    )?;
+    let latest = last("")?;
     let next_turn_id = latest.as_ref().map_or(1, |(t, _)| t.turn_id.saturating_add(1));
-    let pending_prompt = match (&latest, &answered) {
-        (Some((l, _)), a) if a.as_ref().is_none_or(|(a, _)| a.turn_id < l.turn_id) => l
-            .request
-            .messages
-            .first()
-            .map(|m| m.content.clone())
-            .filter(|p| !p.trim().is_empty()),
+    // A prompt the user typed that never got an answer is offered again.
+    let asked = last("AND t.mode IN ('chat', 'agent', 'compare')")?;
+    let pending_prompt = match (&asked, &answered) {
+        (Some((l, _)), a)
+            if a.as_ref().is_none_or(|(a, _)| a.turn_id < l.turn_id) && l.response.text.trim().is_empty() =>
+        {
+            l.request
+                .messages
+                .first()
+                .map(|m| m.content.clone())
+                .filter(|p| !p.trim().is_empty())
+        }
         _ => None,
     };
     let (mut messages, from) = match &answered {

@@ -271,6 +271,50 @@ fn a_new_system_prompt_and_arena_lanes_branch_the_tree_correctly() {
 }
 
 #[test]
+fn restore_continues_from_the_chosen_compare_answer_never_a_judge() {
+    use crate::conversation::PickMark;
+    let mut s = Store::in_memory().unwrap();
+    let turns = chat(&mut s, "s", None, &[("hello", "hi!")]);
+    let mut convo = turns[0].request.messages.clone();
+    convo.push(turns[0].assistant_message());
+    convo.push(Message::user("Name a prime."));
+    let lane = |id: u32, l: u8, answer: &str, pick: Option<PickMark>| {
+        let mut t = turn(id, convo.clone(), answer);
+        t.mode = TurnMode::Compare;
+        t.lane = Some(l);
+        t.model = format!("m{l}");
+        t.pick = pick;
+        t
+    };
+    // Not picked yet: neither answer continues, and nothing is pending.
+    s.upsert_turn("s", &lane(2, 0, "7", None)).unwrap();
+    s.upsert_turn("s", &lane(3, 1, "9", None)).unwrap();
+    let r = s.restore("s").unwrap().unwrap();
+    assert_eq!(r.messages.last().unwrap().content, "hi!");
+    assert_eq!((r.pending_prompt.as_deref(), r.next_turn_id), (None, 4));
+    // The left one is chosen: it continues, though the right one came later.
+    s.upsert_turn("s", &lane(2, 0, "7", Some(PickMark::Chosen))).unwrap();
+    s.upsert_turn("s", &lane(3, 1, "9", Some(PickMark::Rejected))).unwrap();
+    let r = s.restore("s").unwrap().unwrap();
+    assert_eq!(r.messages.last().unwrap().content, "7");
+    assert_eq!(
+        (r.model.as_str(), r.mode, r.pending_prompt.as_deref()),
+        ("m0", TurnMode::Compare, None)
+    );
+    // A tie: the left one, as in the TUI.
+    s.upsert_turn("s", &lane(2, 0, "7", Some(PickMark::Tie))).unwrap();
+    s.upsert_turn("s", &lane(3, 1, "9", Some(PickMark::Tie))).unwrap();
+    assert_eq!(s.restore("s").unwrap().unwrap().messages.last().unwrap().content, "7");
+    // A judge's answer never continues a conversation.
+    let mut judge = turn(4, vec![Message::user("the transcript")], "{\"winner\":\"A\"}");
+    judge.mode = TurnMode::Judge;
+    s.upsert_turn("s", &judge).unwrap();
+    let r = s.restore("s").unwrap().unwrap();
+    assert_eq!(r.messages.last().unwrap().content, "7");
+    assert_eq!((r.pending_prompt, r.next_turn_id), (None, 5));
+}
+
+#[test]
 fn lanes_rulings_verdicts_and_picks_survive_the_history() {
     use crate::conversation::PickMark;
     use crate::verdict::{Ruling, combine};
