@@ -165,17 +165,8 @@ impl ProtocolAdapter for AnthropicMessages {
     }
 
     fn list_models(&self, cancel: CancellationToken) -> BoxFuture<'static, Result<Vec<String>, ProtocolError>> {
-        let http = self.http.clone();
-        let path = format!("{}models?limit=1000", self.prefix);
-        Box::pin(async move {
-            let v = http.get_json(&path, cancel).await?;
-            let mut ids: Vec<String> = v["data"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|m| m["id"].as_str().map(str::to_string)).collect())
-                .unwrap_or_default();
-            ids.sort();
-            Ok(ids)
-        })
+        self.http
+            .list_model_ids(format!("{}models?limit=1000", self.prefix), cancel)
     }
 }
 

@@ -101,16 +101,7 @@ impl ProtocolAdapter for OpenAiCompletions {
     }
 
     fn list_models(&self, cancel: CancellationToken) -> BoxFuture<'static, Result<Vec<String>, ProtocolError>> {
-        let http = self.http.clone();
-        Box::pin(async move {
-            let v = http.get_json("models", cancel).await?;
-            let mut ids: Vec<String> = v["data"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|m| m["id"].as_str().map(str::to_string)).collect())
-                .unwrap_or_default();
-            ids.sort();
-            Ok(ids)
-        })
+        self.http.list_model_ids("models".to_string(), cancel)
     }
 }
 

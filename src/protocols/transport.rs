@@ -235,6 +235,25 @@ impl HttpEndpoint {
         }))
     }
 
+    /// GET `path`: the sorted ids of an OpenAI-style model listing
+    /// (`data[].id`), which Anthropic's API and llama.cpp's server follow too.
+    pub fn list_model_ids(
+        &self,
+        path: String,
+        cancel: CancellationToken,
+    ) -> futures::future::BoxFuture<'static, Result<Vec<String>, ProtocolError>> {
+        let http = self.clone();
+        Box::pin(async move {
+            let v = http.get_json(&path, cancel).await?;
+            let mut ids: Vec<String> = v["data"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|m| m["id"].as_str().map(str::to_string)).collect())
+                .unwrap_or_default();
+            ids.sort();
+            Ok(ids)
+        })
+    }
+
     /// GET `path` and parse JSON (model listings). One attempt, same timeouts.
     pub async fn get_json(&self, path: &str, cancel: CancellationToken) -> Result<serde_json::Value, ProtocolError> {
         if let Some(e) = &self.inner.setup_error {
