@@ -154,7 +154,7 @@ fn load_templates(config: &Config) -> Result<Arc<Templates>, i32> {
 }
 
 /// The history database to record into, unless `--no-log`.
-fn history_location(config: &Config, no_log: bool) -> Option<std::path::PathBuf> {
+pub(crate) fn history_location(config: &Config, no_log: bool) -> Option<std::path::PathBuf> {
     if no_log {
         return None;
     }

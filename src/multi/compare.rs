@@ -169,18 +169,6 @@ pub fn run(config: &Config, secrets: &Secrets, templates: Arc<Templates>, no_log
             return EXIT_FAILED;
         }
     };
-    let sessions = (!no_log).then(|| config.defaults.sessions_dir.clone());
-    let history_db = if no_log {
-        None
-    } else {
-        match crate::store::location(config) {
-            Ok(p) => Some(p),
-            Err(e) => {
-                eprintln!("pai: history is off: {e}");
-                None
-            }
-        }
-    };
     rt.block_on(async {
         let cancel = CancellationToken::new();
         let c = cancel.clone();
@@ -193,7 +181,7 @@ pub fn run(config: &Config, secrets: &Secrets, templates: Arc<Templates>, no_log
                 }
             }
         });
-        let recording = Recording::start(sessions.as_deref(), templates, history_db);
+        let recording = Recording::for_run(config, templates, no_log);
         let mut out = std::io::stdout().lock();
         let mut err = std::io::stderr();
         let mut io = Io {

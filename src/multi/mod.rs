@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::config::{EndpointConfig, Secrets};
+use crate::config::{Config, EndpointConfig, Secrets};
 use crate::conversation::Turn;
 use crate::protocols::{ProtocolAdapter, build_adapter};
 use crate::records::Templates;
@@ -100,6 +100,17 @@ fn note(log: &Mutex<RecordLog>, e: String) {
 }
 
 impl Recording {
+    /// The recording of a `pai arena` / `pai compare` run: the session folder
+    /// and the history database, or nothing with `--no-log`.
+    pub fn for_run(config: &Config, templates: Arc<Templates>, no_log: bool) -> Self {
+        let sessions = (!no_log).then(|| config.defaults.sessions_dir.clone());
+        Self::start(
+            sessions.as_deref(),
+            templates,
+            crate::app::history_location(config, no_log),
+        )
+    }
+
     /// `None` for `--no-log`: nothing is written. `history_db`: the history
     /// database to record into as well.
     pub fn start(sessions_dir: Option<&Path>, templates: Arc<Templates>, history_db: Option<PathBuf>) -> Self {
